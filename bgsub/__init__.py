@@ -1,0 +1,23 @@
+"""Real-time background subtraction with per-pixel online kernel novelty detectors.
+
+Subtractors follow OpenCV's interface::
+
+    import bgsub
+    sub = bgsub.create("olkn")          # or bgsub.createOLKN(width=10)
+    mask = sub.apply(frame)             # uint8 (H, W), 0 background / 255 foreground
+
+``bgsub.create(name, **params)`` builds any registered algorithm (``olkn``,
+``norma``, and OpenCV's ``knn`` and ``mog2`` for comparison).
+"""
+
+from bgsub.registry import (  # noqa: F401
+    ParamSpec,
+    algorithms,
+    create,
+    createKNN,
+    createMOG2,
+    default_params,
+    param_specs,
+)
+
+__version__ = "0.1.0"

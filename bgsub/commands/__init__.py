@@ -1,0 +1,1 @@
+"""Sub-commands of the ``bgsub`` command line (see :mod:`bgsub.cli`)."""
