@@ -1,0 +1,222 @@
+"""Shared machinery of the baseline estimators: validation, kernels, a growing expansion.
+
+The baselines are plain numpy (their loops are short and dominated by one kernel
+vector per step); kernel values come from :func:`learners.kernels.gram`, so the
+Gaussian width follows the OLK paper, ``k(x, y) = exp(-||x - y||^2 / width^2)``.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from learners.kernels import KERNELS, gram
+
+
+def check_positive(name, value, *, allow_zero=False, allow_none=False):
+    """Raise a ValueError unless ``value`` is a real number > 0 (or >= 0)."""
+    if value is None and allow_none:
+        return
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
+    if ok:
+        ok = value >= 0 if allow_zero else value > 0
+    if not ok:
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be {bound}, got {value!r}")
+
+
+def check_kernel(kernel, width, degree, coef0):
+    """Validate the kernel parameters shared by every kernel baseline."""
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
+    check_positive("width", width)
+    check_positive("degree", degree)
+    if not (isinstance(coef0, numbers.Real) and np.isfinite(coef0)):
+        raise ValueError(f"coef0 must be a finite number, got {coef0!r}")
+
+
+def as_2d_float(X, *, n_features=None, name="X"):
+    """``X`` as a C-contiguous float64 2-D array with finite values.
+
+    Raises ValueError with a message that says what was wrong.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim == 1:
+        raise ValueError(
+            f"{name} must be 2-D (n_samples, n_features), got a 1-D array of shape {X.shape}; "
+            "use X.reshape(-1, 1) for one feature or X.reshape(1, -1) for one sample"
+        )
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n_samples, n_features), got shape {X.shape}")
+    if X.shape[0] == 0:
+        raise ValueError(f"{name} has no samples (shape {X.shape})")
+    if not np.all(np.isfinite(X)):
+        raise ValueError(f"{name} contains NaN or infinity")
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(f"{name} has {X.shape[1]} features, but the estimator was fitted with {n_features}")
+    return np.ascontiguousarray(X)
+
+
+def as_1d_target(y, n_samples, *, numeric=True):
+    """``y`` as a 1-D array of ``n_samples`` entries."""
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D, got shape {y.shape}")
+    if y.shape[0] != n_samples:
+        raise ValueError(f"X and y have different numbers of samples: {n_samples} and {y.shape[0]}")
+    if numeric:
+        y = y.astype(np.float64)
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y contains NaN or infinity")
+    return y
+
+
+class BinaryLabels:
+    """Map two class labels to -1/+1 (``classes[1]`` is +1), sklearn style."""
+
+    @staticmethod
+    def init_classes(y, classes):
+        if classes is not None:
+            classes = np.unique(np.asarray(classes))
+        else:
+            seen = np.unique(y)
+            if np.all(np.isin(seen, (-1, 1))):
+                classes = np.array([-1, 1], dtype=seen.dtype)
+            elif seen.size == 2:
+                classes = seen
+            else:
+                raise ValueError(
+                    f"cannot tell the two classes from y (saw {seen.tolist()}); "
+                    "pass classes=[neg, pos] to the first partial_fit call"
+                )
+        if classes.size != 2:
+            raise ValueError(f"this estimator is binary: expected 2 classes, got {classes.tolist()}")
+        return classes
+
+    @staticmethod
+    def to_signed(y, classes):
+        unknown = ~np.isin(y, classes)
+        if np.any(unknown):
+            raise ValueError(f"y contains labels {np.unique(y[unknown]).tolist()} not in classes {classes.tolist()}")
+        return np.where(y == classes[1], 1.0, -1.0)
+
+
+class GrowingExpansion:
+    """``f(x) = sum_j coef[j] k(sv[j], x)`` over a list that grows by doubling.
+
+    Parameters
+    ----------
+    n_features : int
+    kernel, width, degree, coef0 : kernel parameters (see :mod:`learners.kernels`).
+    """
+
+    def __init__(self, n_features, kernel, width, degree, coef0):
+        self.kernel = kernel
+        self.width = float(width)
+        self.degree = float(degree)
+        self.coef0 = float(coef0)
+        self.sv = np.empty((16, n_features))
+        self.coef = np.empty(16)
+        self.n = 0
+
+    def __len__(self):
+        return self.n
+
+    def k(self, X, Y):
+        """Kernel matrix between rows of ``X`` and ``Y``."""
+        return gram(X, Y, kernel=self.kernel, width=self.width, degree=self.degree, coef0=self.coef0)
+
+    def k_self(self, x):
+        """``k(x, x)`` for one sample."""
+        return float(self.k(x[None, :], x[None, :])[0, 0])
+
+    def kernel_vector(self, x):
+        """``[k(sv[j], x) for j]`` for one sample ``x`` (shape ``(n,)``)."""
+        if self.n == 0:
+            return np.zeros(0)
+        return self.k(self.sv[: self.n], x[None, :])[:, 0]
+
+    def append(self, x, c):
+        if self.n == self.sv.shape[0]:
+            cap = 2 * self.sv.shape[0]
+            sv = np.empty((cap, self.sv.shape[1]))
+            sv[: self.n] = self.sv[: self.n]
+            coef = np.empty(cap)
+            coef[: self.n] = self.coef[: self.n]
+            self.sv, self.coef = sv, coef
+        self.sv[self.n] = x
+        self.coef[self.n] = c
+        self.n += 1
+
+    def remove(self, j):
+        """Delete term ``j`` (the order of the others is kept)."""
+        self.sv[j : self.n - 1] = self.sv[j + 1 : self.n]
+        self.coef[j : self.n - 1] = self.coef[j + 1 : self.n]
+        self.n -= 1
+
+    def evaluate(self, X, batch=2048):
+        """``f`` at every row of ``X``."""
+        out = np.zeros(X.shape[0])
+        if self.n == 0:
+            return out
+        sv, coef = self.sv[: self.n], self.coef[: self.n]
+        for s in range(0, X.shape[0], batch):
+            out[s : s + batch] = self.k(X[s : s + batch], sv) @ coef
+        return out
+
+    @property
+    def support_vectors(self):
+        return self.sv[: self.n].copy()
+
+    @property
+    def dual_coef(self):
+        return self.coef[: self.n].copy()
+
+
+class KernelExpansionEstimator(BaseEstimator):
+    """Fitted-state plumbing shared by the online kernel baselines."""
+
+    _state = ("expansion_", "n_features_in_", "n_seen_", "classes_", "n_mistakes_")
+
+    def _reset(self):
+        for name in self._state:
+            self.__dict__.pop(name, None)
+
+    def _start(self, X):
+        check_kernel(self.kernel, self.width, self.degree, self.coef0)
+        self._validate_params()
+        self.n_features_in_ = X.shape[1]
+        self.n_seen_ = 0
+        self.expansion_ = GrowingExpansion(X.shape[1], self.kernel, self.width, self.degree, self.coef0)
+
+    def _validate_params(self):
+        pass
+
+    def _raw_decision(self, X):
+        check_is_fitted(self, "expansion_")
+        X = as_2d_float(X, n_features=self.n_features_in_)
+        return self.expansion_.evaluate(X)
+
+    @property
+    def support_vectors_(self):
+        """ndarray of shape (n_support, n_features): the stored inputs."""
+        check_is_fitted(self, "expansion_")
+        return self.expansion_.support_vectors
+
+    @property
+    def dual_coef_(self):
+        """ndarray of shape (n_support,): their coefficients."""
+        check_is_fitted(self, "expansion_")
+        return self.expansion_.dual_coef
+
+    @property
+    def n_support_(self):
+        """int: number of stored terms."""
+        check_is_fitted(self, "expansion_")
+        return len(self.expansion_)

@@ -1,0 +1,155 @@
+"""A bounded kernel expansion ``f(x) = scale * sum_j coef[j] k(sv[j], x)``, jitted.
+
+State, all passed as arrays so the same functions serve one learner or, through
+views, every pixel of a frame:
+
+- ``sv`` : ``(B, d)`` support vectors (any numeric dtype, e.g. float64 or uint8);
+- ``coef`` : ``(B,)`` stored coefficients (float64 or float32);
+- ``ring`` : ``(2,)`` integers ``[start, count]``: the live terms are the slots
+  ``(start + j) % B`` for ``j = 0 .. count-1``, oldest first (a ring buffer, so a
+  full expansion overwrites its oldest term: SVMD section 5.5's LRU budget);
+- ``scale`` : one float shared by all terms. Every update rule multiplies *all* old
+  coefficients by one factor per step; instead of touching ``B`` numbers the
+  caller multiplies ``scale``. The true coefficient of term ``j`` is
+  ``scale * coef[j]``. Before ``scale`` leaves ``[SCALE_MIN, SCALE_MAX]`` the
+  caller renormalises (``coef *= scale; scale = 1``).
+
+This module imports only numpy and numba.
+"""
+
+import numpy as np
+from numba import njit
+
+from learners.kernels import GAUSSIAN, GAUSSIAN_LUT, kernel_value
+
+#: Renormalise the coefficients when the global scale leaves this range.
+SCALE_MIN = 1e-10
+SCALE_MAX = 1e10
+
+
+@njit(cache=True, fastmath=True)
+def expansion_sum(x, sv, coef, ring, kind, width, degree, coef0, lut):
+    """Unscaled sum over live terms, and the oldest term's share.
+
+    Returns
+    -------
+    total : float
+        ``sum_j coef[j] k(sv[j], x)`` (multiply by ``scale`` for ``f(x)``).
+    oldest : float
+        ``coef[start] k(sv[start], x)`` when the expansion is full (the term the
+        next insertion evicts), else 0.
+    """
+    B = sv.shape[0]
+    start = ring[0]
+    count = ring[1]
+    total = 0.0
+    oldest = 0.0
+    if count == 0:
+        return total, oldest
+    if kind == GAUSSIAN_LUT:
+        n = lut.shape[0]
+        d = sv.shape[1]
+        for j in range(count):
+            slot = start + j
+            if slot >= B:
+                slot -= B
+            d2 = 0
+            for c in range(d):
+                diff = np.int32(sv[slot, c]) - np.int32(x[c])
+                d2 += diff * diff
+            if d2 < n:
+                term = np.float64(coef[slot]) * np.float64(lut[d2])
+                total += term
+                if j == 0 and count == B:
+                    oldest = term
+    elif kind == GAUSSIAN:
+        inv = 1.0 / (width * width)
+        d = sv.shape[1]
+        for j in range(count):
+            slot = start + j
+            if slot >= B:
+                slot -= B
+            d2 = 0.0
+            for c in range(d):
+                diff = np.float64(sv[slot, c]) - np.float64(x[c])
+                d2 += diff * diff
+            term = np.float64(coef[slot]) * np.exp(-d2 * inv)
+            total += term
+            if j == 0 and count == B:
+                oldest = term
+    else:
+        for j in range(count):
+            slot = start + j
+            if slot >= B:
+                slot -= B
+            term = np.float64(coef[slot]) * kernel_value(kind, sv[slot], x, width, degree, coef0, lut)
+            total += term
+            if j == 0 and count == B:
+                oldest = term
+    return total, oldest
+
+
+@njit(cache=True)
+def expansion_push(x, value, sv, coef, ring):
+    """Append the term ``(x, value)``; a full expansion overwrites its oldest term.
+
+    ``value`` is the *stored* coefficient (true coefficient divided by the scale
+    in force after this step). Returns the slot written.
+    """
+    B = sv.shape[0]
+    start = ring[0]
+    count = ring[1]
+    if count < B:
+        slot = start + count
+        if slot >= B:
+            slot -= B
+        ring[1] = count + 1
+    else:
+        slot = start
+        ring[0] = start + 1 if start + 1 < B else 0
+    for c in range(sv.shape[1]):
+        sv[slot, c] = x[c]
+    coef[slot] = value
+    return slot
+
+
+@njit(cache=True)
+def expansion_prune(sv, coef, ring, scale, threshold):
+    """Drop terms with ``|scale * coef| < threshold`` (OLK Remark 4), keeping order.
+
+    Returns the number of terms dropped.
+    """
+    B = sv.shape[0]
+    start = ring[0]
+    count = ring[1]
+    kept = 0
+    for j in range(count):
+        src = start + j
+        if src >= B:
+            src -= B
+        if abs(scale * coef[src]) >= threshold:
+            if kept != j:
+                dst = start + kept
+                if dst >= B:
+                    dst -= B
+                for c in range(sv.shape[1]):
+                    sv[dst, c] = sv[src, c]
+                coef[dst] = coef[src]
+            kept += 1
+    ring[1] = kept
+    return count - kept
+
+
+@njit(cache=True)
+def expansion_order(ring, B):
+    """Slots of the live terms, oldest first, as an int64 array."""
+    out = np.empty(ring[1], dtype=np.int64)
+    for j in range(ring[1]):
+        slot = ring[0] + j
+        out[j] = slot - B if slot >= B else slot
+    return out
+
+
+def needs_renormalise(scale):
+    """True when ``scale`` should be folded into the coefficients now."""
+    return not (SCALE_MIN <= scale <= SCALE_MAX)

@@ -1,0 +1,408 @@
+"""One jitted step per update rule: the single source of the mathematics.
+
+Every rule has two layers:
+
+- a *rule*: scalar maths only (``olk_n_multiplier``, ``norma_regression_rule``,
+  ...), straight from the papers (see ALGORITHMS.md);
+- an *update* ``*_update(x, ..., f, ...)``: given ``f = f_t(x)`` already
+  evaluated, applies the rule and writes the new term into the bounded
+  expansion (:mod:`learners.expansion`); and a *step* ``*_step`` that evaluates
+  ``f_t(x)`` and then calls the update.
+
+The per-sample estimators call the steps; the background subtractors call the
+same functions for every pixel inside a ``prange`` loop (they call the update
+directly when their policy needs the score first).
+
+Scale convention. Old coefficients are multiplied by a common ``decay`` each
+step (OLK: ``1/(1+r)``, :func:`olk_decay`; NORMA: ``1 - eta*lam``,
+:func:`norma_decay`). The steps take the global ``scale`` in force *before* the
+step, store the new term already divided by ``scale * decay``, and leave the
+decay itself to the caller, which must set ``scale *= decay`` once after the
+step (once per frame for a whole image of learners) and renormalise when
+:func:`learners.expansion.needs_renormalise` says so.
+
+Kernel arguments ``kind, width, degree, coef0, lut`` are as in
+:func:`learners.kernels.kernel_value`. ``sv_threshold > 0`` drops terms whose
+true coefficient fell below it after the step (OLK Remark 4).
+
+This module imports only numpy and numba.
+"""
+
+import math
+
+from numba import njit
+
+from learners.expansion import expansion_prune, expansion_push, expansion_sum
+from learners.kernels import self_kernel
+
+# OLK_N rho rules
+RHO_PAPER = 0  # eq. 69: rho follows eq. 68 only when nu < a < C
+RHO_PRIMAL = 1  # eq. 68: rho = max(0, f_{t+1}(x_{t+1}) - 1) every step
+RHO_RULES = {"paper": RHO_PAPER, "primal": RHO_PRIMAL}
+
+# NORMA regression losses
+LOSS_SQUARED = 0
+LOSS_EPSILON_INSENSITIVE = 1
+LOSS_NU_EPSILON_INSENSITIVE = 2
+LOSS_HUBER = 3
+LOSS_ADAPTIVE_HUBER = 4
+REGRESSION_LOSSES = {
+    "squared": LOSS_SQUARED,
+    "epsilon_insensitive": LOSS_EPSILON_INSENSITIVE,
+    "nu_epsilon_insensitive": LOSS_NU_EPSILON_INSENSITIVE,
+    "huber": LOSS_HUBER,
+    "adaptive_huber": LOSS_ADAPTIVE_HUBER,
+}
+
+
+# --------------------------------------------------------------------------
+# decays
+# --------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def olk_decay(r):
+    """Common factor of the old OLK coefficients per step: ``1 / (1 + r)``."""
+    return 1.0 / (1.0 + r)
+
+
+@njit(cache=True)
+def norma_decay(eta, lam):
+    """Common factor of the old NORMA coefficients per step: ``1 - eta * lam``."""
+    return 1.0 - eta * lam
+
+
+# --------------------------------------------------------------------------
+# OLK (Li et al. 2013)
+# --------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def olk_c_multiplier(f, y, kxx, r, C):
+    """OLK_C dual variable (eq. 30-33): ``clip((1 + r - y f) / k(x,x), 0, C)``."""
+    a = (1.0 + r - y * f) / kxx
+    if a < 0.0:
+        return 0.0
+    if a > C:
+        return C
+    return a
+
+
+@njit(cache=True)
+def olk_r_multipliers(f, y, kxx, r, C, epsilon):
+    """OLK_R dual variables ``(a, a_star)`` (eq. 43-52); at most one is non-zero.
+
+    ``a_bar = ((1+r)(y-eps) - f)/k(x,x)``, ``a_star_bar = (f - (1+r)(y+eps))/k(x,x)``;
+    their sum is ``-2(1+r)eps/k(x,x) <= 0``, so at most one is positive; it is
+    clipped to ``C``.
+    """
+    a_bar = ((1.0 + r) * (y - epsilon) - f) / kxx
+    if a_bar > 0.0:
+        return min(a_bar, C), 0.0
+    a_star_bar = (f - (1.0 + r) * (y + epsilon)) / kxx
+    if a_star_bar > 0.0:
+        return 0.0, min(a_star_bar, C)
+    return 0.0, 0.0
+
+
+@njit(cache=True)
+def olk_n_multiplier(f, kxx, r, nu, C):
+    """OLK_N dual variable (eq. 65-67): ``clip((1 + r - f) / k(x,x), nu, C)``."""
+    a = (1.0 + r - f) / kxx
+    if a < nu:
+        return nu
+    if a > C:
+        return C
+    return a
+
+
+@njit(cache=True)
+def olk_n_rho(f_next, a, nu, C, rho, rule):
+    """OLK_N offset after a step.
+
+    ``f_next`` is ``f_{t+1}(x_{t+1})``. ``RHO_PRIMAL`` (eq. 68):
+    ``max(0, f_next - 1)``. ``RHO_PAPER`` (eq. 69): the same when ``nu < a < C``,
+    else ``rho`` unchanged. With ``k(x,x) = 1`` an interior ``a`` makes
+    ``f_next = 1`` exactly (up to rounding), so under the paper rule rho stays at
+    its initial value 0 unless the budget evicts a term.
+    """
+    if rule == RHO_PRIMAL or (a > nu and a < C):
+        v = f_next - 1.0
+        return v if v > 0.0 else 0.0
+    return rho
+
+
+@njit(cache=True, fastmath=True)
+def olk_c_update(x, y, f, sv, coef, ring, scale, r, C, kxx, sv_threshold):
+    """Apply an OLK_C step given ``f = f_t(x)``; returns the new term's coefficient."""
+    a = olk_c_multiplier(f, y, kxx, r, C)
+    new_scale = scale * olk_decay(r)
+    alpha = a * y / (1.0 + r)
+    if a > 0.0:
+        expansion_push(x, alpha / new_scale, sv, coef, ring)
+    if sv_threshold > 0.0:
+        expansion_prune(sv, coef, ring, new_scale, sv_threshold)
+    return alpha
+
+
+@njit(cache=True, fastmath=True)
+def olk_c_step(x, y, sv, coef, ring, scale, r, C, kind, width, degree, coef0, lut, sv_threshold):
+    """One OLK_C step on ``(x, y)``, ``y`` in {-1, +1}. Returns ``(f_t(x), alpha)``.
+
+    The caller then sets ``scale *= olk_decay(r)``.
+    """
+    total, _ = expansion_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
+    f = scale * total
+    kxx = self_kernel(kind, x, width, degree, coef0, lut)
+    alpha = olk_c_update(x, y, f, sv, coef, ring, scale, r, C, kxx, sv_threshold)
+    return f, alpha
+
+
+@njit(cache=True, fastmath=True)
+def olk_r_update(x, y, f, sv, coef, ring, scale, r, C, epsilon, kxx, sv_threshold):
+    """Apply an OLK_R step given ``f = f_t(x)``; returns the new term's coefficient."""
+    a, a_star = olk_r_multipliers(f, y, kxx, r, C, epsilon)
+    new_scale = scale * olk_decay(r)
+    alpha = (a - a_star) / (1.0 + r)
+    if alpha != 0.0:
+        expansion_push(x, alpha / new_scale, sv, coef, ring)
+    if sv_threshold > 0.0:
+        expansion_prune(sv, coef, ring, new_scale, sv_threshold)
+    return alpha
+
+
+@njit(cache=True, fastmath=True)
+def olk_r_step(x, y, sv, coef, ring, scale, r, C, epsilon, kind, width, degree, coef0, lut, sv_threshold):
+    """One OLK_R step on ``(x, y)``. Returns ``(f_t(x), alpha)``.
+
+    The caller then sets ``scale *= olk_decay(r)``.
+    """
+    total, _ = expansion_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
+    f = scale * total
+    kxx = self_kernel(kind, x, width, degree, coef0, lut)
+    alpha = olk_r_update(x, y, f, sv, coef, ring, scale, r, C, epsilon, kxx, sv_threshold)
+    return f, alpha
+
+
+@njit(cache=True, fastmath=True)
+def olk_n_update(x, f, f_oldest, sv, coef, ring, scale, r, nu, C, rho, rho_rule, kxx, sv_threshold):
+    """Apply an OLK_N step given ``f = f_t(x)``.
+
+    ``f_oldest`` is the true contribution to ``f`` of the term a full expansion
+    evicts (second output of :func:`expansion_sum` times ``scale``); it keeps
+    ``f_{t+1}(x)`` in the rho rule exact under a budget. Returns ``(a, rho)``;
+    the new term's coefficient is ``a / (1 + r)``.
+    """
+    a = olk_n_multiplier(f, kxx, r, nu, C)
+    new_scale = scale * olk_decay(r)
+    evicted = f_oldest if ring[1] == sv.shape[0] else 0.0
+    expansion_push(x, (a / (1.0 + r)) / new_scale, sv, coef, ring)
+    f_next = (f - evicted + a * kxx) / (1.0 + r)
+    rho = olk_n_rho(f_next, a, nu, C, rho, rho_rule)
+    if sv_threshold > 0.0:
+        expansion_prune(sv, coef, ring, new_scale, sv_threshold)
+    return a, rho
+
+
+@njit(cache=True, fastmath=True)
+def olk_n_step(x, sv, coef, ring, scale, r, nu, C, rho, rho_rule, kind, width, degree, coef0, lut, sv_threshold):
+    """One OLK_N step on ``x``. Returns ``(f_t(x), a, rho)``.
+
+    Novelty of ``x`` before the step: ``f_t(x) - 1 - rho < 0``. The caller then
+    sets ``scale *= olk_decay(r)``.
+    """
+    total, oldest = expansion_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
+    f = scale * total
+    kxx = self_kernel(kind, x, width, degree, coef0, lut)
+    a, rho = olk_n_update(x, f, scale * oldest, sv, coef, ring, scale, r, nu, C, rho, rho_rule, kxx, sv_threshold)
+    return f, a, rho
+
+
+# --------------------------------------------------------------------------
+# NORMA (Kivinen, Smola, Williamson 2004)
+# --------------------------------------------------------------------------
+
+
+@njit(cache=True, fastmath=True)
+def norma_classification_update(x, y, f, sv, coef, ring, scale, eta, lam, margin, strict, b, use_offset,
+                                sv_threshold):
+    """Soft-margin NORMA / kernel perceptron step given ``f = f_t(x)`` (offset included).
+
+    Hinge ``max(0, margin - y f)``: when ``y f < margin`` (``<=`` when ``strict``
+    is False, the perceptron's mistake condition for ``margin = 0``) the new term
+    is ``alpha = eta y`` and, with an offset, ``b += eta y``. Returns ``(alpha, b)``.
+    """
+    new_scale = scale * norma_decay(eta, lam)
+    yf = y * f
+    alpha = 0.0
+    if yf < margin or (not strict and yf <= margin):
+        alpha = eta * y
+        expansion_push(x, alpha / new_scale, sv, coef, ring)
+        if use_offset:
+            b += alpha
+    if sv_threshold > 0.0:
+        expansion_prune(sv, coef, ring, new_scale, sv_threshold)
+    return alpha, b
+
+
+@njit(cache=True, fastmath=True)
+def norma_classification_step(x, y, sv, coef, ring, scale, eta, lam, margin, strict, b, use_offset,
+                              kind, width, degree, coef0, lut, sv_threshold):
+    """One soft-margin NORMA step (fixed margin) or kernel perceptron step.
+
+    Returns ``(f_t(x), alpha, b)``; ``f`` includes the offset ``b``. The caller
+    then sets ``scale *= norma_decay(eta, lam)``.
+    """
+    total, _ = expansion_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
+    f = scale * total + b
+    alpha, b = norma_classification_update(x, y, f, sv, coef, ring, scale, eta, lam, margin, strict, b,
+                                           use_offset, sv_threshold)
+    return f, alpha, b
+
+
+@njit(cache=True, fastmath=True)
+def norma_nu_classification_update(x, y, f, sv, coef, ring, scale, eta, lam, nu, rho, b, use_offset,
+                                   sv_threshold):
+    """nu-NORMA classification given ``f = f_t(x)`` (eq. 13-14; the paper sets lam = 1).
+
+    ``y f < rho``: ``alpha = eta y``, ``rho -= eta (1 - nu)`` (and ``b += eta y``);
+    else ``alpha = 0``, ``rho += eta nu``. Returns ``(alpha, rho, b)``.
+    """
+    new_scale = scale * norma_decay(eta, lam)
+    alpha = 0.0
+    if y * f < rho:
+        alpha = eta * y
+        expansion_push(x, alpha / new_scale, sv, coef, ring)
+        if use_offset:
+            b += alpha
+        rho -= eta * (1.0 - nu)
+    else:
+        rho += eta * nu
+    if sv_threshold > 0.0:
+        expansion_prune(sv, coef, ring, new_scale, sv_threshold)
+    return alpha, rho, b
+
+
+@njit(cache=True, fastmath=True)
+def norma_nu_classification_step(x, y, sv, coef, ring, scale, eta, lam, nu, rho, b, use_offset,
+                                 kind, width, degree, coef0, lut, sv_threshold):
+    """One nu-NORMA classification step. Returns ``(f_t(x), alpha, rho, b)``.
+
+    The caller then sets ``scale *= norma_decay(eta, lam)``.
+    """
+    total, _ = expansion_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
+    f = scale * total + b
+    alpha, rho, b = norma_nu_classification_update(x, y, f, sv, coef, ring, scale, eta, lam, nu, rho, b,
+                                                   use_offset, sv_threshold)
+    return f, alpha, rho, b
+
+
+@njit(cache=True)
+def norma_regression_rule(loss, residual, eta, epsilon, nu, sigma):
+    """New coefficient and loss parameters for a residual ``y - f`` (eq. 17-21).
+
+    Returns ``(alpha, epsilon, sigma)``:
+
+    - squared: ``alpha = eta (y - f)``;
+    - epsilon-insensitive: ``eta sgn(y - f)`` when ``|y - f| > epsilon``, else 0;
+    - nu-epsilon-insensitive: as above, and ``epsilon += eta (1 - nu)`` when outside
+      the tube, else ``epsilon -= eta nu`` (kept >= 0);
+    - Huber: ``eta sgn(y - f)`` when ``|y - f| > sigma``, else ``eta (y - f) / sigma``;
+    - adaptive Huber: as Huber, and ``sigma += eta (1 - nu)`` when ``|y - f| > sigma``,
+      else ``sigma -= eta nu`` (kept >= 0).
+    """
+    ar = abs(residual)
+    sgn = 1.0 if residual > 0.0 else (-1.0 if residual < 0.0 else 0.0)
+    if loss == LOSS_SQUARED:
+        return eta * residual, epsilon, sigma
+    if loss == LOSS_EPSILON_INSENSITIVE:
+        if ar > epsilon:
+            return eta * sgn, epsilon, sigma
+        return 0.0, epsilon, sigma
+    if loss == LOSS_NU_EPSILON_INSENSITIVE:
+        if ar > epsilon:
+            return eta * sgn, epsilon + eta * (1.0 - nu), sigma
+        return 0.0, max(epsilon - eta * nu, 0.0), sigma
+    # Huber and adaptive Huber
+    if ar > sigma:
+        alpha = eta * sgn
+    elif sigma > 0.0:
+        alpha = eta * residual / sigma
+    else:
+        alpha = 0.0
+    if loss == LOSS_ADAPTIVE_HUBER:
+        if ar > sigma:
+            sigma = sigma + eta * (1.0 - nu)
+        else:
+            sigma = max(sigma - eta * nu, 0.0)
+    return alpha, epsilon, sigma
+
+
+@njit(cache=True, fastmath=True)
+def norma_regression_update(x, y, f, sv, coef, ring, scale, eta, lam, loss, epsilon, nu, sigma, b, use_offset,
+                            sv_threshold):
+    """Apply a NORMA regression step given ``f = f_t(x)``. Returns ``(alpha, epsilon, sigma, b)``."""
+    alpha, epsilon, sigma = norma_regression_rule(loss, y - f, eta, epsilon, nu, sigma)
+    new_scale = scale * norma_decay(eta, lam)
+    if alpha != 0.0:
+        expansion_push(x, alpha / new_scale, sv, coef, ring)
+        if use_offset:
+            b += alpha
+    if sv_threshold > 0.0:
+        expansion_prune(sv, coef, ring, new_scale, sv_threshold)
+    return alpha, epsilon, sigma, b
+
+
+@njit(cache=True, fastmath=True)
+def norma_regression_step(x, y, sv, coef, ring, scale, eta, lam, loss, epsilon, nu, sigma, b, use_offset,
+                          kind, width, degree, coef0, lut, sv_threshold):
+    """One NORMA regression step. Returns ``(f_t(x), alpha, epsilon, sigma, b)``.
+
+    The caller then sets ``scale *= norma_decay(eta, lam)``.
+    """
+    total, _ = expansion_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
+    f = scale * total + b
+    alpha, epsilon, sigma, b = norma_regression_update(x, y, f, sv, coef, ring, scale, eta, lam, loss, epsilon,
+                                                       nu, sigma, b, use_offset, sv_threshold)
+    return f, alpha, epsilon, sigma, b
+
+
+@njit(cache=True, fastmath=True)
+def norma_novelty_update(x, f, sv, coef, ring, scale, eta, lam, nu, rho, sv_threshold):
+    """nu-NORMA novelty step given ``f = f_t(x)`` (eq. 16).
+
+    ``f < rho``: ``alpha = eta``, ``rho -= eta (1 - nu)``; else ``alpha = 0``,
+    ``rho += eta nu``. Returns ``(alpha, rho)``.
+    """
+    new_scale = scale * norma_decay(eta, lam)
+    alpha = 0.0
+    if f < rho:
+        alpha = eta
+        expansion_push(x, alpha / new_scale, sv, coef, ring)
+        rho -= eta * (1.0 - nu)
+    else:
+        rho += eta * nu
+    if sv_threshold > 0.0:
+        expansion_prune(sv, coef, ring, new_scale, sv_threshold)
+    return alpha, rho
+
+
+@njit(cache=True, fastmath=True)
+def norma_novelty_step(x, sv, coef, ring, scale, eta, lam, nu, rho, kind, width, degree, coef0, lut,
+                       sv_threshold):
+    """One nu-NORMA novelty step. Returns ``(f_t(x), alpha, rho)``.
+
+    Novelty of ``x`` before the step: ``f_t(x) < rho``. The caller then sets
+    ``scale *= norma_decay(eta, lam)``.
+    """
+    total, _ = expansion_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
+    f = scale * total
+    alpha, rho = norma_novelty_update(x, f, sv, coef, ring, scale, eta, lam, nu, rho, sv_threshold)
+    return f, alpha, rho
+
+
+def __getattr__(name):  # pragma: no cover - helpful error for typos
+    raise AttributeError(f"module 'learners.steps' has no attribute {name!r}")
+
+
+del math
