@@ -1,0 +1,874 @@
+"""Frame sources: cameras, video files, image folders and CDnet sequences.
+
+Every source is opened with :func:`open_source` and read through one interface,
+:class:`FrameSource`: a context manager and an iterable of :class:`Frame`::
+
+    from bgsub.sources import open_source
+
+    with open_source("clip.mp4") as source:          # or 0, "frames/", "highway/"
+        for frame in source:
+            mask = subtractor.apply(frame.image)      # BGR uint8 (H, W, 3)
+
+What ``spec`` may be:
+
+* an ``int`` or a string of digits: a camera index (``0`` is the default camera);
+  a digit string that names an existing file or folder is read as that path;
+* a video file anything OpenCV's FFmpeg back-end decodes (``.mp4``, ``.avi``,
+  ``.mkv``, ``.mov``, ...), or a stream URL (``rtsp://...``, ``http://...``);
+* a folder of images (``.png``, ``.jpg``, ``.bmp``, ``.tif``, ...), read in
+  natural order (``img2.png`` before ``img10.png``);
+* a CDnet-layout sequence folder (``input/in%06d.jpg``, optional
+  ``groundtruth/``, ``ROI.bmp``, ``temporalROI.txt``): frames carry their ground
+  truth and region of interest, for scoring.
+
+Problems the user can fix (missing path, empty or non-video file, a folder
+without images, a camera that does not open) raise :class:`SourceError`, a
+``ValueError`` whose message says what was wrong and what to do. A truncated or
+partly corrupt video yields every frame that decodes; ``frames_read`` and
+``decode_errors`` say how many frames came out and how many were lost, and
+:meth:`FrameSource.summary` says it in words.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import cv2
+import numpy as np
+
+from bgsub.cdnet import CDnetSequence, is_cdnet_sequence, load_sequence
+
+# FFmpeg's own messages ("[mjpeg @ 0x...] invalid len") would interleave with
+# progress bars; lost frames are counted and reported by the sources instead.
+# Set OPENCV_FFMPEG_LOGLEVEL yourself to see them.
+os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
+
+__all__ = [
+    "Frame",
+    "FrameSource",
+    "SourceError",
+    "CameraSource",
+    "VideoSource",
+    "ImageFolderSource",
+    "CDnetSource",
+    "open_source",
+    "list_cameras",
+    "natural_sort_key",
+    "is_video_file",
+    "VIDEO_EXTENSIONS",
+    "IMAGE_EXTENSIONS",
+]
+
+#: File name endings treated as videos when searching folders (``bgsub batch``).
+VIDEO_EXTENSIONS = (
+    ".mp4", ".avi", ".mkv", ".mov", ".m4v", ".webm", ".wmv", ".flv", ".mpg", ".mpeg",
+    ".ts", ".mts", ".m2ts", ".3gp", ".ogv", ".mjpeg", ".mjpg", ".y4m",
+)
+#: File name endings read by image-folder sources.
+IMAGE_EXTENSIONS = (
+    ".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".ppm", ".pgm", ".pbm",
+    ".pnm", ".jp2", ".exr", ".hdr", ".sr", ".ras",
+)
+
+# Consecutive failed reads tolerated inside a video before it is taken as ended
+# (a corrupt stretch of a file); beyond the container's frame count no retries.
+_MAX_CONSECUTIVE_FAILURES = 50
+# Consecutive failed reads before a camera is taken as gone.
+_CAMERA_MAX_FAILURES = 30
+
+
+class SourceError(ValueError):
+    """A source cannot be opened or read; the message says what to do."""
+
+
+@dataclass
+class Frame:
+    """One frame of a source.
+
+    Attributes
+    ----------
+    index : int
+        1-based frame number. CDnet sequences keep their ``in%06d`` numbers;
+        other sources count frames as they are read (image folders: position of
+        the file in natural order), so a mask written as ``bin%06d.png`` with
+        this number lines up with CDnet's numbering.
+    image : ndarray of uint8, shape (H, W, 3)
+        The frame, BGR (OpenCV's order). Grey sources are expanded to 3 channels.
+    groundtruth : ndarray of uint8, shape (H, W), or None
+        CDnet labels (0 static, 50 shadow, 85 outside ROI, 170 unknown,
+        255 motion) when the source has ground truth for this frame.
+    roi : ndarray of bool, shape (H, W), or None
+        Region of interest of a CDnet sequence (all True without ``ROI.bmp``);
+        None for other sources.
+    """
+
+    index: int
+    image: np.ndarray
+    groundtruth: np.ndarray | None = None
+    roi: np.ndarray | None = None
+
+
+def natural_sort_key(name: str) -> list:
+    """Sort key putting ``img2`` before ``img10`` (case-insensitive)."""
+    return [int(tok) if tok.isdigit() else tok.lower() for tok in re.split(r"(\d+)", name)]
+
+
+def is_video_file(path: str | os.PathLike) -> bool:
+    """True when ``path`` is a file whose name ends like a video (see VIDEO_EXTENSIONS)."""
+    p = Path(path)
+    return p.suffix.lower() in VIDEO_EXTENSIONS and p.is_file()
+
+
+def _as_bgr(image: np.ndarray) -> np.ndarray:
+    """Any decoded image as contiguous BGR uint8 (H, W, 3)."""
+    if image.dtype != np.uint8:
+        if image.dtype == np.uint16:
+            image = (image >> 8).astype(np.uint8)
+        else:
+            image = np.clip(image, 0, 255).astype(np.uint8)
+    if image.ndim == 2:
+        image = cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
+    elif image.shape[2] == 4:
+        image = cv2.cvtColor(image, cv2.COLOR_BGRA2BGR)
+    elif image.shape[2] == 1:
+        image = cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
+    return np.ascontiguousarray(image)
+
+
+class FrameSource:
+    """Base of every source: a context manager and an iterable of :class:`Frame`.
+
+    Iterating a file-backed source (video, images, CDnet) starts from its first
+    frame each time; a camera continues where it is. Stop early with ``break``;
+    call :meth:`close` (or use ``with``) to release the device or file.
+
+    Attributes
+    ----------
+    name : str
+        Short name for display and output folders (file stem, folder name,
+        ``camera0``).
+    kind : str
+        ``"camera"``, ``"video"``, ``"images"`` or ``"cdnet"``.
+    path : Path or None
+        The file or folder read (None for cameras).
+    is_live : bool
+        True for cameras and network streams: frames arrive in real time and
+        there is no end.
+    fps : float or None
+        Frame rate reported by the container or camera (None when unknown;
+        image folders and CDnet sequences have none).
+    frame_count : int or None
+        Number of frames the source expects to deliver, after ``start`` and
+        ``max_frames`` (None for live sources; for video files the container's
+        figure, which a damaged file may not reach).
+    sequence : CDnetSequence or None
+        The indexed sequence of a CDnet source.
+    frames_read : int
+        Frames delivered by the current (or last) pass.
+    decode_errors : int
+        Frames that could not be decoded and were skipped in the current (or
+        last) pass.
+    size : tuple of int or None
+        ``(width, height)`` of the frames, once known.
+    """
+
+    kind: str = ""
+    is_live: bool = False
+
+    def __init__(self, name: str, path: Path | None = None) -> None:
+        self.name = name
+        self.path = path
+        self.fps: float | None = None
+        self.frame_count: int | None = None
+        self.sequence: CDnetSequence | None = None
+        self.frames_read = 0
+        self.decode_errors = 0
+        self.size: tuple[int, int] | None = None
+        self.closed = False
+
+    # -- iteration ---------------------------------------------------------
+    def __iter__(self) -> Iterator[Frame]:
+        if self.closed:
+            raise SourceError(f"{self.describe()} is closed; open it again with open_source()")
+        self.frames_read = 0
+        self.decode_errors = 0
+        for frame in self._frames():
+            self.frames_read += 1
+            yield frame
+
+    def _frames(self) -> Iterator[Frame]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # -- lifetime ----------------------------------------------------------
+    def close(self) -> None:
+        """Release the device or file. Safe to call twice."""
+        self.closed = True
+
+    def __enter__(self) -> "FrameSource":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # -- reporting ---------------------------------------------------------
+    def describe(self) -> str:
+        """One line: what this source is."""
+        where = str(self.path) if self.path is not None else self.name
+        return f"{self.kind} {where}"
+
+    @property
+    def incomplete(self) -> bool:
+        """True when the last pass lost frames (decode errors or a short file)."""
+        if self.decode_errors:
+            return True
+        return (
+            not self.is_live
+            and self.frame_count is not None
+            and self.frames_read < self.frame_count
+            and self._finished
+        )
+
+    _finished = False
+
+    def summary(self) -> str:
+        """One line on the last pass: frames read, and any frames lost."""
+        text = f"{self.frames_read} frame{'s' if self.frames_read != 1 else ''} read from {self.describe()}"
+        lost = []
+        if self.frame_count is not None and self._finished and self.frames_read < self.frame_count:
+            lost.append(f"expected {self.frame_count}")
+        if self.decode_errors:
+            lost.append(f"{self.decode_errors} could not be decoded")
+        if lost:
+            text += " (" + "; ".join(lost) + ": the file is truncated or partly corrupt)"
+        return text
+
+    def __repr__(self) -> str:
+        return (
+            f"<{type(self).__name__} {self.describe()!r} fps={self.fps} "
+            f"frame_count={self.frame_count} frames_read={self.frames_read}>"
+        )
+
+
+def _check_limits(start: int, max_frames: int | None) -> None:
+    if isinstance(start, bool) or not isinstance(start, (int, np.integer)) or start < 1:
+        raise SourceError(f"start must be a frame number >= 1, got {start!r}")
+    if max_frames is not None and (
+        isinstance(max_frames, bool) or not isinstance(max_frames, (int, np.integer)) or max_frames < 1
+    ):
+        raise SourceError(f"max_frames must be an integer >= 1 or None, got {max_frames!r}")
+
+
+def _quiet_opencv():
+    """Silence OpenCV's own warnings while probing (they are replaced by ours)."""
+    try:
+        level = cv2.utils.logging.getLogLevel()
+        cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
+        return level
+    except Exception:  # pragma: no cover - very old OpenCV
+        return None
+
+
+def _restore_opencv(level) -> None:
+    if level is not None:
+        try:
+            cv2.utils.logging.setLogLevel(level)
+        except Exception:  # pragma: no cover
+            pass
+
+
+# --------------------------------------------------------------------------
+# Cameras
+# --------------------------------------------------------------------------
+
+
+def _open_camera(index: int, api: int = cv2.CAP_ANY) -> cv2.VideoCapture | None:
+    level = _quiet_opencv()
+    try:
+        cap = cv2.VideoCapture(index, api)
+        if not cap.isOpened():
+            cap.release()
+            return None
+        return cap
+    finally:
+        _restore_opencv(level)
+
+
+def list_cameras(max_index: int = 8) -> list[int]:
+    """Indices below ``max_index`` of cameras that open and deliver a frame."""
+    found = []
+    for index in range(max_index):
+        cap = _open_camera(index)
+        if cap is None:
+            continue
+        try:
+            ok, _ = cap.read()
+            if ok:
+                found.append(index)
+        finally:
+            cap.release()
+    return found
+
+
+class CameraSource(FrameSource):
+    """A camera by index, read live (``kind == "camera"``).
+
+    Parameters
+    ----------
+    index : int
+        Camera index (0 is the system's default camera).
+    width, height : int, optional
+        Resolution to ask the camera for (it may choose another).
+    fps : float, optional
+        Frame rate to ask the camera for.
+    max_frames : int, optional
+        Stop after this many frames.
+    """
+
+    kind = "camera"
+    is_live = True
+
+    def __init__(
+        self,
+        index: int,
+        *,
+        width: int | None = None,
+        height: int | None = None,
+        fps: float | None = None,
+        max_frames: int | None = None,
+        api: int = cv2.CAP_ANY,
+    ) -> None:
+        super().__init__(f"camera{index}")
+        _check_limits(1, max_frames)
+        if index < 0:
+            raise SourceError(f"camera index must be >= 0, got {index}")
+        self.index = index
+        self.max_frames = max_frames
+        cap = _open_camera(index, api)
+        if cap is None:
+            others = [i for i in list_cameras() if i != index]
+            if others:
+                hint = (
+                    f"cameras that do open: {', '.join(map(str, others))}; "
+                    f"pick one with e.g. `bgsub run {others[0]}`"
+                )
+            else:
+                hint = (
+                    "no camera opens on this machine (indices 0-7 tried); check that one is "
+                    "connected and not in use by another program, or read a video file instead"
+                )
+            raise SourceError(f"camera {index} could not be opened: {hint}")
+        if width:
+            cap.set(cv2.CAP_PROP_FRAME_WIDTH, width)
+        if height:
+            cap.set(cv2.CAP_PROP_FRAME_HEIGHT, height)
+        if fps:
+            cap.set(cv2.CAP_PROP_FPS, fps)
+        self._cap = cap
+        reported = cap.get(cv2.CAP_PROP_FPS)
+        self.fps = float(reported) if reported and reported > 0 else None
+        w, h = int(cap.get(cv2.CAP_PROP_FRAME_WIDTH)), int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT))
+        self.size = (w, h) if w > 0 and h > 0 else None
+        self._next_index = 1
+
+    def describe(self) -> str:
+        return f"camera {self.index}"
+
+    def _frames(self) -> Iterator[Frame]:
+        failures = 0
+        delivered = 0
+        while self.max_frames is None or delivered < self.max_frames:
+            if self.closed:
+                return
+            ok, image = self._cap.read()
+            if not ok or image is None:
+                failures += 1
+                self.decode_errors += 1
+                if failures >= _CAMERA_MAX_FAILURES:
+                    self._finished = True
+                    return
+                time.sleep(0.01)
+                continue
+            failures = 0
+            image = _as_bgr(image)
+            self.size = (image.shape[1], image.shape[0])
+            frame = Frame(self._next_index, image)
+            self._next_index += 1
+            delivered += 1
+            yield frame
+
+    def close(self) -> None:
+        cap = getattr(self, "_cap", None)
+        if cap is not None:
+            cap.release()
+            self._cap = None
+        super().close()
+
+
+# --------------------------------------------------------------------------
+# Video files and streams
+# --------------------------------------------------------------------------
+
+
+def _is_url(spec: str) -> bool:
+    return bool(re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", spec))
+
+
+class VideoSource(FrameSource):
+    """A video file (or network stream) decoded by OpenCV/FFmpeg (``kind == "video"``).
+
+    Parameters
+    ----------
+    path : str or Path
+        The file, or a stream URL (``rtsp://``, ``http://``...; read live).
+    start : int
+        First frame to deliver (1-based); earlier frames are skipped.
+    max_frames : int, optional
+        Deliver at most this many frames.
+    """
+
+    kind = "video"
+
+    def __init__(self, path: str | os.PathLike, *, start: int = 1, max_frames: int | None = None) -> None:
+        text = str(path)
+        self.url = text if _is_url(text) else None
+        p = None if self.url else Path(path)
+        super().__init__(self._name_for(text, p), p)
+        _check_limits(start, max_frames)
+        self.start = int(start)
+        self.max_frames = max_frames
+        self.is_live = self.url is not None
+        self._cap: cv2.VideoCapture | None = None
+        self._first: np.ndarray | None = None
+        if p is not None:
+            _check_video_file(p)
+        cap = self._open()
+        self._cap = cap
+        fps = cap.get(cv2.CAP_PROP_FPS)
+        self.fps = float(fps) if fps and 0 < fps < 1000 else None
+        w, h = int(cap.get(cv2.CAP_PROP_FRAME_WIDTH)), int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT))
+        self.size = (w, h) if w > 0 and h > 0 else None
+        count = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
+        self.container_frame_count = count if count > 0 and not self.is_live else None
+        if self.container_frame_count is not None:
+            n = max(0, self.container_frame_count - (self.start - 1))
+            self.frame_count = n if max_frames is None else min(n, max_frames)
+        # Probe: a file that opens but yields no frame is not a usable video.
+        ok, image = cap.read()
+        if not ok or image is None:
+            cap.release()
+            self._cap = None
+            where = self.url or str(p)
+            raise SourceError(
+                f"{where} opened but no frame could be decoded from it: the file is damaged, "
+                "empty, or in a codec this OpenCV build cannot decode (try converting it, e.g. "
+                "`ffmpeg -i IN -c:v libx264 OUT.mp4`)"
+            )
+        self._first = image
+        self.size = (image.shape[1], image.shape[0])
+
+    @staticmethod
+    def _name_for(text: str, p: Path | None) -> str:
+        if p is not None:
+            return p.stem or p.name
+        tail = re.sub(r"[^A-Za-z0-9_.-]+", "_", text.split("://", 1)[-1]).strip("_")
+        return tail[:60] or "stream"
+
+    def describe(self) -> str:
+        return f"video {self.url or self.path}"
+
+    def _open(self) -> cv2.VideoCapture:
+        level = _quiet_opencv()
+        try:
+            target = self.url or str(self.path)
+            cap = cv2.VideoCapture(target, cv2.CAP_FFMPEG)
+            if not cap.isOpened():
+                cap.release()
+                cap = cv2.VideoCapture(target)
+        finally:
+            _restore_opencv(level)
+        if not cap.isOpened():
+            cap.release()
+            if self.url:
+                raise SourceError(
+                    f"the stream {self.url} could not be opened: check the address and that the "
+                    "camera or server is reachable"
+                )
+            raise SourceError(
+                f"{self.path} could not be opened as a video: it is not a video file OpenCV/FFmpeg "
+                "can read (or it is damaged); give a video file (.mp4, .avi, .mkv, ...), an image "
+                "folder, a CDnet sequence folder or a camera index"
+            )
+        return cap
+
+    def _frames(self) -> Iterator[Frame]:
+        self._finished = False
+        pending, self._first = self._first, None
+        if self._cap is None or pending is None:
+            # A second pass: reopen from the start.
+            if self._cap is not None:
+                self._cap.release()
+            self._cap = self._open()
+        cap = self._cap
+        expected = self.container_frame_count
+        position = 0  # frames consumed from the container, decoded or not
+        delivered = 0
+        failures = 0  # current streak of failed reads
+        while self.max_frames is None or delivered < self.max_frames:
+            if pending is not None:
+                image, pending = pending, None
+            else:
+                if self._cap is None:  # closed while iterating
+                    return
+                ok, image = cap.read()
+                if not ok or image is None:
+                    if self.is_live:
+                        failures += 1
+                        if failures >= _CAMERA_MAX_FAILURES:
+                            break
+                        time.sleep(0.01)
+                        continue
+                    if expected is None or position + failures >= expected:
+                        break  # the end of the file
+                    failures += 1
+                    if failures >= _MAX_CONSECUTIVE_FAILURES:
+                        break  # the rest of the file does not decode
+                    continue
+            if failures:
+                # A corrupt stretch inside the file: those frames are lost.
+                position += failures
+                self.decode_errors += failures
+                failures = 0
+            position += 1
+            if position < self.start:
+                continue
+            delivered += 1
+            yield Frame(position, _as_bgr(image))
+        self._finished = True
+
+    def close(self) -> None:
+        cap = getattr(self, "_cap", None)
+        if cap is not None:
+            cap.release()
+            self._cap = None
+        self._first = None
+        super().close()
+
+
+def _check_video_file(p: Path) -> None:
+    if not p.exists():
+        parent = p.parent if str(p.parent) else Path(".")
+        hint = ""
+        if parent.is_dir():
+            close = sorted(
+                (e.name for e in os.scandir(parent) if e.name.lower().startswith(p.stem[:3].lower())),
+                key=natural_sort_key,
+            )[:5]
+            if close:
+                hint = f"; similar names there: {', '.join(close)}"
+        raise SourceError(f"{p} does not exist{hint}")
+    if p.is_dir():
+        raise SourceError(f"{p} is a folder, not a video file")
+    try:
+        size = p.stat().st_size
+    except OSError as exc:
+        raise SourceError(f"cannot read {p}: {exc.strerror}") from None
+    if size == 0:
+        raise SourceError(f"{p} is empty (0 bytes): not a video; was it copied or written completely?")
+    if not os.access(p, os.R_OK):
+        raise SourceError(f"cannot read {p}: permission denied")
+
+
+# --------------------------------------------------------------------------
+# Image folders
+# --------------------------------------------------------------------------
+
+
+def _list_images(folder: Path) -> list[Path]:
+    try:
+        entries = list(os.scandir(folder))
+    except PermissionError:
+        raise SourceError(f"cannot read the folder {folder}: permission denied") from None
+    except OSError as exc:
+        raise SourceError(f"cannot read the folder {folder}: {exc.strerror or exc}") from None
+    files = []
+    for e in entries:
+        try:
+            if e.is_file() and Path(e.name).suffix.lower() in IMAGE_EXTENSIONS and not e.name.startswith("."):
+                files.append(Path(e.path))
+        except OSError:
+            continue
+    files.sort(key=lambda q: natural_sort_key(q.name))
+    return files
+
+
+def _read_image(path: Path) -> np.ndarray | None:
+    try:
+        data = np.fromfile(str(path), dtype=np.uint8)
+    except OSError:
+        return None
+    if data.size == 0:
+        return None
+    image = cv2.imdecode(data, cv2.IMREAD_UNCHANGED)
+    if image is None:
+        return None
+    return _as_bgr(image)
+
+
+class ImageFolderSource(FrameSource):
+    """A folder of images read in natural order (``kind == "images"``).
+
+    Frame ``index`` is the 1-based position of the file in natural order, so an
+    unreadable image leaves a gap (counted in ``decode_errors``) instead of
+    shifting later numbers. All images must have the same size.
+
+    Parameters
+    ----------
+    folder : str or Path
+        The folder.
+    start : int
+        First position to deliver (1-based).
+    max_frames : int, optional
+        Deliver at most this many frames.
+    """
+
+    kind = "images"
+
+    def __init__(self, folder: str | os.PathLike, *, start: int = 1, max_frames: int | None = None) -> None:
+        p = Path(folder)
+        super().__init__(p.resolve().name or str(p), p)
+        _check_limits(start, max_frames)
+        if not p.exists():
+            raise SourceError(f"{p} does not exist")
+        if not p.is_dir():
+            raise SourceError(f"{p} is not a folder")
+        self.files = _list_images(p)
+        if not self.files:
+            subdirs = []
+            try:
+                subdirs = sorted(e.name for e in os.scandir(p) if e.is_dir())[:5]
+            except OSError:
+                pass
+            hint = f" (it has sub-folders: {', '.join(subdirs)}; use `bgsub batch` for a tree)" if subdirs else ""
+            raise SourceError(
+                f"{p} holds no images ({', '.join(e.lstrip('.') for e in IMAGE_EXTENSIONS[:5])}, ...) "
+                f"and is not a CDnet sequence{hint}"
+            )
+        self.start = int(start)
+        self.max_frames = max_frames
+        n = max(0, len(self.files) - (self.start - 1))
+        self.frame_count = n if max_frames is None else min(n, max_frames)
+        # The first image that decodes fixes the frame size.
+        for f in self.files[self.start - 1:]:
+            image = _read_image(f)
+            if image is not None:
+                self.size = (image.shape[1], image.shape[0])
+                break
+        else:
+            raise SourceError(
+                f"none of the {len(self.files)} image files in {p} could be decoded: they are "
+                "damaged or not images"
+            )
+
+    def describe(self) -> str:
+        return f"image folder {self.path}"
+
+    def _frames(self) -> Iterator[Frame]:
+        self._finished = False
+        delivered = 0
+        for position, f in enumerate(self.files[self.start - 1:], start=self.start):
+            if self.max_frames is not None and delivered >= self.max_frames:
+                break
+            image = _read_image(f)
+            if image is None:
+                self.decode_errors += 1
+                continue
+            size = (image.shape[1], image.shape[0])
+            if self.size is not None and size != self.size:
+                raise SourceError(
+                    f"{f} is {size[0]}x{size[1]} but the earlier images in {self.path} are "
+                    f"{self.size[0]}x{self.size[1]}: every frame of a sequence must have the same size"
+                )
+            delivered += 1
+            yield Frame(position, image)
+        self._finished = True
+
+
+# --------------------------------------------------------------------------
+# CDnet sequences
+# --------------------------------------------------------------------------
+
+
+class CDnetSource(FrameSource):
+    """A CDnet-layout sequence folder (``kind == "cdnet"``).
+
+    Frames keep their ``in%06d`` numbers and carry the ground truth (when
+    ``groundtruth/gt%06d.png`` exists) and the ROI; ``sequence`` gives the
+    temporal ROI and ``is_scored(n)``.
+
+    Parameters
+    ----------
+    folder : str or Path
+        The sequence folder (the one holding ``input/``).
+    start : int
+        First frame number to deliver.
+    max_frames : int, optional
+        Deliver at most this many frames.
+    """
+
+    kind = "cdnet"
+
+    def __init__(self, folder: str | os.PathLike, *, start: int = 1, max_frames: int | None = None) -> None:
+        p = Path(folder)
+        _check_limits(start, max_frames)
+        try:
+            seq = load_sequence(p)
+        except PermissionError:
+            raise SourceError(f"cannot read the sequence folder {p}: permission denied") from None
+        except (OSError, ValueError) as exc:
+            raise SourceError(str(exc)) from None
+        super().__init__(seq.name, p)
+        self.sequence = seq
+        self.start = int(start)
+        self.max_frames = max_frames
+        self.numbers = [n for n in seq.frames if n >= self.start]
+        if max_frames is not None:
+            self.numbers = self.numbers[:max_frames]
+        if not self.numbers:
+            raise SourceError(f"{p} has no frames numbered {self.start} or later")
+        self.frame_count = len(self.numbers)
+        first = _read_image(seq.input_paths[self.numbers[0]])
+        if first is not None:
+            self.size = (first.shape[1], first.shape[0])
+
+    def describe(self) -> str:
+        return f"CDnet sequence {self.path}"
+
+    def _frames(self) -> Iterator[Frame]:
+        self._finished = False
+        seq = self.sequence
+        for n in self.numbers:
+            image = _read_image(seq.input_paths[n])
+            if image is None:
+                self.decode_errors += 1
+                continue
+            size = (image.shape[1], image.shape[0])
+            if self.size is not None and size != self.size:
+                raise SourceError(
+                    f"{seq.input_paths[n]} is {size[0]}x{size[1]} but earlier frames are "
+                    f"{self.size[0]}x{self.size[1]}"
+                )
+            self.size = size
+            gt = None
+            gt_path = seq.gt_paths.get(n)
+            if gt_path is not None:
+                data = _read_image_gray(gt_path)
+                if data is None:
+                    raise SourceError(f"cannot decode the ground truth {gt_path}: not a readable image")
+                if data.shape != image.shape[:2]:
+                    raise SourceError(
+                        f"{gt_path} is {data.shape[1]}x{data.shape[0]} but the frame is {size[0]}x{size[1]}"
+                    )
+                gt = data
+            try:
+                roi = seq.roi(image.shape[:2])
+            except (OSError, ValueError) as exc:
+                raise SourceError(str(exc)) from None
+            yield Frame(n, image, gt, roi)
+        self._finished = True
+
+
+def _read_image_gray(path: Path) -> np.ndarray | None:
+    try:
+        data = np.fromfile(str(path), dtype=np.uint8)
+    except OSError:
+        return None
+    if data.size == 0:
+        return None
+    return cv2.imdecode(data, cv2.IMREAD_GRAYSCALE)
+
+
+# --------------------------------------------------------------------------
+# Opening by spec
+# --------------------------------------------------------------------------
+
+
+def open_source(spec, **opts) -> FrameSource:
+    """Open a camera, video file, image folder or CDnet sequence.
+
+    Parameters
+    ----------
+    spec : int, str or Path
+        Camera index (``0``, ``"1"``), video file or stream URL, image folder,
+        or CDnet sequence folder. A digit string naming an existing path is read
+        as that path.
+    **opts
+        ``start`` (first frame, 1-based) and ``max_frames`` for every file
+        source; ``width``, ``height``, ``fps`` (requested) for cameras.
+
+    Returns
+    -------
+    FrameSource
+
+    Raises
+    ------
+    SourceError
+        With a message saying what was wrong and what to do.
+    """
+    camera_opts = {k: opts.pop(k) for k in ("width", "height", "fps", "api") if k in opts}
+    unknown = set(opts) - {"start", "max_frames"}
+    if unknown:
+        raise TypeError(f"open_source() got unknown options {', '.join(sorted(unknown))}")
+    if isinstance(spec, bool):
+        raise SourceError(f"not a source: {spec!r}")
+    if isinstance(spec, (int, np.integer)):
+        opts.pop("start", None)
+        return CameraSource(int(spec), **camera_opts, **opts)
+    if isinstance(spec, os.PathLike):
+        spec = os.fspath(spec)
+    if not isinstance(spec, str):
+        raise SourceError(
+            f"not a source: {spec!r}; give a camera index, a video file, an image folder or a "
+            "CDnet sequence folder"
+        )
+    text = spec.strip()
+    if not text:
+        raise SourceError("the source is empty; give a camera index, a video file or a folder")
+    if text.isdigit() and not Path(text).exists():
+        opts.pop("start", None)
+        return CameraSource(int(text), **camera_opts, **opts)
+    if _is_url(text) and not text.lower().startswith("file://"):
+        return VideoSource(text, **opts)
+    if text.lower().startswith("file://"):
+        text = text[7:]
+    p = Path(text).expanduser()
+    if not p.exists():
+        if not p.parent.exists() and str(p.parent) not in ("", "."):
+            raise SourceError(f"{p} does not exist (nor does its folder {p.parent})")
+        # Let the video checks give the detailed message (similar names).
+        _check_video_file(p)
+    if p.is_dir():
+        if not os.access(p, os.R_OK | os.X_OK):
+            raise SourceError(f"cannot read the folder {p}: permission denied")
+        try:
+            cdnet = is_cdnet_sequence(p)
+        except PermissionError:
+            raise SourceError(f"cannot read the folder {p}: permission denied") from None
+        if cdnet:
+            return CDnetSource(p, **opts)
+        return ImageFolderSource(p, **opts)
+    if p.suffix.lower() in IMAGE_EXTENSIONS:
+        raise SourceError(
+            f"{p} is a single image; give the folder that holds the frames ({p.parent}) instead"
+        )
+    return VideoSource(p, **opts)
