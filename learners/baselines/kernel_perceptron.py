@@ -23,7 +23,6 @@ from learners.baselines._common import (
     KernelExpansionEstimator,
     as_1d_target,
     as_2d_float,
-    check_kernel,
     check_positive,
 )
 

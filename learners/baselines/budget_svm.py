@@ -1,0 +1,134 @@
+"""The budget online SVM of the lecture notes (seed ``002_…``, "Budget online SVM").
+
+``y(x) = sum_{m in S} a_m t_m k(x, x_m) + b`` with ``b = 0`` and ``a_m = 1``.
+For each example ``(x_i, t_i)``:
+
+1. if ``t_i y(x_i) <= beta`` (a mistake, or a margin smaller than ``beta``), add
+   ``i`` to ``S`` with ``a_i = 1``;
+2. if then ``|S| > M``, remove ``argmax_{m in S} t_m (y(x_m) - a_m t_m k(x_m, x_m))``:
+   the support vector that the rest of the expansion classifies with the largest
+   margin, i.e. the one the classifier misses least when it is dropped.
+
+With ``beta = 0`` and no budget it is the kernel perceptron (the notes' "Online SVM").
+The expansion never holds more than ``M`` terms.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.base import ClassifierMixin
+
+from learners.baselines._common import (
+    BinaryLabels,
+    KernelExpansionEstimator,
+    as_1d_target,
+    as_2d_float,
+)
+
+
+class BudgetOnlineSVM(ClassifierMixin, KernelExpansionEstimator):
+    """Online kernel classifier with a margin ``beta`` and at most ``budget`` support vectors.
+
+    Parameters
+    ----------
+    beta : float, default=0.0
+        Add the example when ``t y(x) <= beta`` (``beta >= 0``).
+    budget : int or None, default=None
+        ``M``, the largest number of support vectors kept (>= 1); None: unbounded.
+    kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
+    width : float, default=1.0
+        Kernel width ``p`` (Gaussian ``exp(-||x-y||^2/p^2)``).
+    degree : float, default=3.0
+    coef0 : float, default=1.0
+
+    Attributes
+    ----------
+    support_vectors_ : ndarray of shape (n_support, n_features)
+        The set ``S``, oldest first.
+    dual_coef_ : ndarray of shape (n_support,)
+        ``a_m t_m`` (that is ``t_m`` in {-1, +1}).
+    n_support_ : int
+        ``|S|`` (never more than ``budget``).
+    classes_ : ndarray of shape (2,)
+        Class labels; ``classes_[1]`` is ``t = +1``.
+    n_features_in_ : int
+    n_seen_ : int
+        Samples processed so far.
+    n_mistakes_ : int
+        Online mistakes (``t y(x) <= 0`` before the update).
+    n_removed_ : int
+        Support vectors removed to keep the budget.
+    """
+
+    _state = KernelExpansionEstimator._state + ("margins_", "n_removed_")
+
+    def __init__(self, beta=0.0, budget=None, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0):
+        self.beta = beta
+        self.budget = budget
+        self.kernel = kernel
+        self.width = width
+        self.degree = degree
+        self.coef0 = coef0
+
+    def _validate_params(self):
+        if not (isinstance(self.beta, numbers.Real) and np.isfinite(self.beta) and self.beta >= 0):
+            raise ValueError(f"beta must be >= 0, got {self.beta!r}")
+        if self.budget is not None and not (
+            isinstance(self.budget, numbers.Integral) and not isinstance(self.budget, bool) and self.budget >= 1
+        ):
+            raise ValueError(f"budget must be an integer >= 1 or None, got {self.budget!r}")
+
+    def partial_fit(self, X, y, classes=None):
+        """One online pass over ``(X, y)`` in order."""
+        first = not hasattr(self, "expansion_")
+        X = as_2d_float(X, n_features=None if first else self.n_features_in_)
+        y = as_1d_target(y, X.shape[0], numeric=False)
+        if first:
+            self._start(X)
+            self.classes_ = BinaryLabels.init_classes(y, classes)
+            self.n_mistakes_ = 0
+            self.n_removed_ = 0
+            # margins_[m] = y(x_m): the current output at each support vector
+            self.margins_ = np.empty(0)
+        ts = BinaryLabels.to_signed(y, self.classes_)
+        ex = self.expansion_
+        for x, t in zip(X, ts):
+            self.n_seen_ += 1
+            kv = ex.kernel_vector(x)
+            out = kv @ ex.coef[: ex.n]
+            if t * out <= 0.0:
+                self.n_mistakes_ += 1
+            if t * out > self.beta:
+                continue
+            kxx = ex.k_self(x)
+            self.margins_ = np.append(self.margins_ + t * kv, out + t * kxx)
+            ex.append(x, t)
+            if self.budget is not None and ex.n > self.budget:
+                coef = ex.coef[: ex.n]
+                self_k = np.array([ex.k_self(s) for s in ex.sv[: ex.n]]) if not self._normalised else 1.0
+                loo = coef * (self.margins_ - coef * self_k)
+                j = int(np.argmax(loo))
+                kj = ex.kernel_vector(ex.sv[j])
+                self.margins_ = np.delete(self.margins_ - coef[j] * kj, j)
+                ex.remove(j)
+                self.n_removed_ += 1
+        return self
+
+    @property
+    def _normalised(self):
+        return self.kernel in ("gaussian", "laplacian")
+
+    def fit(self, X, y, classes=None):
+        """Start afresh and make one online pass over ``(X, y)``."""
+        self._reset()
+        return self.partial_fit(X, y, classes=classes)
+
+    def decision_function(self, X):
+        """``y(x)``, shape ``(n_samples,)``; positive means ``classes_[1]``."""
+        return self._raw_decision(X)
+
+    def predict(self, X):
+        """Class labels, shape ``(n_samples,)``."""
+        return self.classes_[(self.decision_function(X) > 0).astype(int)]
