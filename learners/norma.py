@@ -1,0 +1,429 @@
+"""NORMA estimators (Kivinen, Smola, Williamson 2004): classification, regression, novelty.
+
+Stochastic gradient descent in the RKHS on ``loss(f(x_t), y_t) + lam/2 ||f||^2``:
+each step multiplies the old coefficients by ``1 - eta_t lam`` and adds the term
+``-eta_t dloss/df(x_t)`` (:mod:`learners.steps`: ``norma_*_step``).
+
+Shared parameters (all three estimators)
+---------------------------------------
+kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default "gaussian"
+    ``exp(-||x-y||^2 / width^2)``, ``exp(-||x-y|| / width)``,
+    ``(<x, y> + coef0) ** degree``, ``<x, y>``.
+width : float > 0, default 1.0
+    Kernel length scale, in the units of the features (Gaussian, Laplacian).
+degree : float > 0, default 3.0
+    Polynomial degree.
+coef0 : float, default 1.0
+    Polynomial constant term.
+eta : float > 0, default 0.1
+    Step size (learning rate); dimensionless, in units of ``f`` per unit loss slope.
+learning_rate : {"constant", "invsqrt"}, default "constant"
+    ``eta_t = eta`` or ``eta_t = eta / sqrt(t)`` at the ``t``-th step (NORMA Theorem 2).
+lam : float >= 0, default 0.01
+    Regularisation ``lambda``; old coefficients shrink by ``1 - eta_t lam`` per step, so
+    a term's weight halves after about ``ln 2 / (eta lam)`` steps. ``eta * lam < 1``.
+budget : int >= 1 or None, default 512
+    Most kernel terms kept; a full expansion drops its oldest term (a ring buffer,
+    NORMA's truncation). ``None`` keeps every term.
+sv_threshold : float >= 0, default 0.0
+    Drop terms whose true coefficient ``|alpha_j|`` fell below this value.
+n_passes : int >= 1, default 1
+    Passes over the data made by ``fit`` (``partial_fit`` always makes one).
+shuffle : bool, default False
+    Whether ``fit`` visits the rows of each pass in a random order.
+random_state : int, RandomState or None, default None
+    Seed of that order (used only with ``shuffle=True``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import ClassifierMixin, OutlierMixin, RegressorMixin
+
+from learners import _stream
+from learners._base import DEFAULT_BUDGET, BinaryClassifierMixin, OneClassMixin, OnlineKernelEstimator
+from learners._validation import check_bool, check_choice, check_real
+from learners.steps import REGRESSION_LOSSES
+
+__all__ = ["NORMAClassifier", "NORMARegressor", "NORMAOneClass"]
+
+LEARNING_RATES = ("constant", "invsqrt")
+CLASSIFICATION_LOSSES = ("hinge", "nu", "perceptron")
+
+_FITTED_DOC = """
+    support_vectors_ : ndarray of shape (n_support_, n_features_in_)
+        Points of the kernel expansion, oldest first.
+    dual_coef_ : ndarray of shape (n_support_,)
+        Their true coefficients ``alpha_j`` in ``f(x) = sum_j alpha_j k(x_j, x) + offset``.
+    n_support_ : int
+        Number of terms (at most ``budget``).
+    n_features_in_ : int
+        Number of features seen in the first call.
+    n_steps_ : int
+        Rows learnt from so far (over all passes and calls)."""
+
+
+class _NORMABase(OnlineKernelEstimator):
+    def _check_step_params(self):
+        eta = check_real("eta", self.eta, low=0.0, low_open=True)
+        lam = check_real("lam", self.lam, low=0.0)
+        if not eta * lam < 1.0:
+            raise ValueError("eta * lam must be < 1 (old coefficients are multiplied by 1 - eta*lam each step), "
+                             f"got eta={eta:g}, lam={lam:g}")
+        check_choice("learning_rate", self.learning_rate, LEARNING_RATES)
+        return {"eta": eta, "lam": lam, "invsqrt": self.learning_rate == "invsqrt"}
+
+    def _init_state(self, params):
+        pass
+
+    def _publish_state(self, params):
+        self.n_steps_ = int(self._state[_stream.STEPS])
+
+
+class NORMAClassifier(BinaryClassifierMixin, ClassifierMixin, _NORMABase):
+    """NORMA binary classification: soft margin, nu-classification, kernel perceptron.
+
+    Per row ``(x, y)``, ``y`` mapped to -1/+1, ``f = f_t(x)`` with offset:
+
+    - ``loss="hinge"``: ``max(0, margin - y f)``; when ``y f < margin`` add
+      ``alpha = eta_t y`` (and ``b += eta_t y``);
+    - ``loss="nu"``: ``max(0, rho - y f) - nu rho`` with rho learnt: when ``y f < rho``
+      add ``eta_t y`` and ``rho -= eta_t (1 - nu)``, else ``rho += eta_t nu``
+      (the paper uses ``lam = 1``);
+    - ``loss="perceptron"``: ``max(0, -y f)``; when ``y f <= 0`` add ``eta_t y``.
+      ``lam=0`` is the classic kernel perceptron, ``lam > 0`` its regularised form.
+
+    Parameters
+    ----------
+    kernel, width, degree, coef0, eta, learning_rate, lam, budget, sv_threshold, n_passes, shuffle, random_state
+        See :mod:`learners.norma`.
+    loss : {"hinge", "nu", "perceptron"}, default "hinge"
+    margin : float >= 0, default 1.0
+        The fixed margin rho of ``loss="hinge"`` (units of ``f``); the initial rho of
+        ``loss="nu"``; unused by the perceptron.
+    nu : float in (0, 1], default 0.5
+        ``loss="nu"`` only: target fraction of margin errors.
+    fit_intercept : bool, default True
+        Learn the offset ``b`` (updated by ``eta_t y`` on every added term, not regularised).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        The two labels; ``classes_[1]`` is the positive class (``f > 0``).
+    offset_ : float
+        The offset ``b``.
+    rho_ : float
+        Margin in force: learnt for ``loss="nu"``, ``margin`` for hinge, 0 for the perceptron.""" + _FITTED_DOC + """
+    """
+
+    def __init__(self, *, loss="hinge", kernel="gaussian", width=1.0, degree=3.0, coef0=1.0, eta=0.1,
+                 learning_rate="constant", lam=0.01, margin=1.0, nu=0.5, fit_intercept=True,
+                 budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
+        self.loss = loss
+        self.kernel = kernel
+        self.width = width
+        self.degree = degree
+        self.coef0 = coef0
+        self.eta = eta
+        self.learning_rate = learning_rate
+        self.lam = lam
+        self.margin = margin
+        self.nu = nu
+        self.fit_intercept = fit_intercept
+        self.budget = budget
+        self.sv_threshold = sv_threshold
+        self.n_passes = n_passes
+        self.shuffle = shuffle
+        self.random_state = random_state
+
+    def _check_rule_params(self):
+        p = self._check_step_params()
+        p["loss"] = check_choice("loss", self.loss, CLASSIFICATION_LOSSES)
+        p["margin"] = check_real("margin", self.margin, low=0.0)
+        p["nu"] = check_real("nu", self.nu, low=0.0, high=1.0, low_open=True)
+        p["use_offset"] = check_bool("fit_intercept", self.fit_intercept)
+        return p
+
+    def _init_state(self, p):
+        self._state[_stream.RHO] = p["margin"] if p["loss"] == "nu" else 0.0
+
+    def _run_stream(self, X, y, p, f_out):
+        kind, width, degree, coef0, lut = self._kernel_args(p)
+        if p["loss"] == "nu":
+            _stream.norma_nu_classification_fit_stream(
+                X, y, self._sv, self._coef, self._ring, self._state, p["eta"], p["invsqrt"], p["lam"], p["nu"],
+                p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out)
+        else:
+            perceptron = p["loss"] == "perceptron"
+            margin = 0.0 if perceptron else p["margin"]
+            _stream.norma_classification_fit_stream(
+                X, y, self._sv, self._coef, self._ring, self._state, p["eta"], p["invsqrt"], p["lam"], margin,
+                not perceptron, p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out)
+
+    def _publish_state(self, p):
+        super()._publish_state(p)
+        self.offset_ = float(self._state[_stream.OFFSET])
+        if p["loss"] == "nu":
+            self.rho_ = float(self._state[_stream.RHO])
+        else:
+            self.rho_ = 0.0 if p["loss"] == "perceptron" else p["margin"]
+
+    def fit(self, X, y):
+        """Start afresh and learn from the rows of ``X`` in order (``n_passes`` times).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,), two distinct labels
+
+        Returns
+        -------
+        self
+        """
+        return self._fit(X, y)
+
+    def partial_fit(self, X, y, classes=None):
+        """Learn from the rows of ``X`` in order, continuing the stream.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (2,), optional
+            Both labels; needed on the first call when its batch holds one class.
+
+        Returns
+        -------
+        self
+        """
+        return self._partial_fit(X, y, classes, self._check_params())
+
+    def decision_function(self, X):
+        """``f(x) = sum_j alpha_j k(x_j, x) + offset_``: positive for ``classes_[1]``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        f : ndarray of shape (n_samples,)
+        """
+        return self._raw_decision(X) + self.offset_
+
+
+class NORMARegressor(RegressorMixin, _NORMABase):
+    """NORMA regression with the losses of Kivinen et al. (eq. 17-21).
+
+    Per row with residual ``res = y - f_t(x)`` (offset included):
+
+    - ``"squared"``: add ``eta_t res``;
+    - ``"epsilon_insensitive"``: add ``eta_t sgn(res)`` when ``|res| > epsilon``;
+    - ``"nu_epsilon_insensitive"``: as above, and epsilon grows by ``eta_t (1 - nu)``
+      outside the tube, shrinks by ``eta_t nu`` inside (kept >= 0);
+    - ``"huber"``: add ``eta_t sgn(res)`` when ``|res| > sigma``, else ``eta_t res / sigma``;
+    - ``"adaptive_huber"``: as Huber, and sigma grows by ``eta_t (1 - nu)`` when
+      ``|res| > sigma``, else shrinks by ``eta_t nu`` (kept >= 0).
+
+    Parameters
+    ----------
+    kernel, width, degree, coef0, eta, learning_rate, lam, budget, sv_threshold, n_passes, shuffle, random_state
+        See :mod:`learners.norma`.
+    loss : {"squared", "epsilon_insensitive", "nu_epsilon_insensitive", "huber", "adaptive_huber"}, default "squared"
+    epsilon : float >= 0, default 0.1
+        Tube half-width in units of ``y`` (initial value for ``"nu_epsilon_insensitive"``).
+    sigma : float > 0, default 1.0
+        Huber's threshold in units of ``y`` (initial value for ``"adaptive_huber"``).
+    nu : float in (0, 1], default 0.5
+        Adaptive losses: the fraction of residuals left outside the tube / beyond sigma.
+    fit_intercept : bool, default True
+        Learn the offset ``b`` (changed by every added coefficient, not regularised).
+
+    Attributes
+    ----------
+    offset_ : float
+        The offset ``b``.
+    epsilon_ : float
+        Tube half-width in force (learnt by ``"nu_epsilon_insensitive"``).
+    sigma_ : float
+        Huber threshold in force (learnt by ``"adaptive_huber"``).""" + _FITTED_DOC + """
+    """
+
+    def __init__(self, *, loss="squared", kernel="gaussian", width=1.0, degree=3.0, coef0=1.0, eta=0.1,
+                 learning_rate="constant", lam=0.01, epsilon=0.1, sigma=1.0, nu=0.5, fit_intercept=True,
+                 budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
+        self.loss = loss
+        self.kernel = kernel
+        self.width = width
+        self.degree = degree
+        self.coef0 = coef0
+        self.eta = eta
+        self.learning_rate = learning_rate
+        self.lam = lam
+        self.epsilon = epsilon
+        self.sigma = sigma
+        self.nu = nu
+        self.fit_intercept = fit_intercept
+        self.budget = budget
+        self.sv_threshold = sv_threshold
+        self.n_passes = n_passes
+        self.shuffle = shuffle
+        self.random_state = random_state
+
+    def _check_rule_params(self):
+        p = self._check_step_params()
+        p["loss"] = REGRESSION_LOSSES[check_choice("loss", self.loss, REGRESSION_LOSSES)]
+        p["epsilon"] = check_real("epsilon", self.epsilon, low=0.0)
+        p["sigma"] = check_real("sigma", self.sigma, low=0.0, low_open=True)
+        p["nu"] = check_real("nu", self.nu, low=0.0, high=1.0, low_open=True)
+        p["use_offset"] = check_bool("fit_intercept", self.fit_intercept)
+        return p
+
+    def _init_state(self, p):
+        self._state[_stream.EPSILON] = p["epsilon"]
+        self._state[_stream.SIGMA] = p["sigma"]
+
+    def _run_stream(self, X, y, p, f_out):
+        kind, width, degree, coef0, lut = self._kernel_args(p)
+        _stream.norma_regression_fit_stream(
+            X, y, self._sv, self._coef, self._ring, self._state, p["eta"], p["invsqrt"], p["lam"], p["loss"],
+            p["nu"], p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out)
+
+    def _publish_state(self, p):
+        super()._publish_state(p)
+        self.offset_ = float(self._state[_stream.OFFSET])
+        self.epsilon_ = float(self._state[_stream.EPSILON])
+        self.sigma_ = float(self._state[_stream.SIGMA])
+
+    def fit(self, X, y):
+        """Start afresh and learn from the rows of ``X`` in order (``n_passes`` times).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        return self._fit(X, y)
+
+    def partial_fit(self, X, y):
+        """Learn from the rows of ``X`` in order, continuing the stream.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        return self._partial_fit(X, y, None, self._check_params())
+
+    def predict(self, X):
+        """``f(x) = sum_j alpha_j k(x_j, x) + offset_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+        """
+        return self._raw_decision(X) + self.offset_
+
+
+
+class NORMAOneClass(OneClassMixin, OutlierMixin, _NORMABase):
+    """nu-NORMA novelty detection (Kivinen et al., eq. 16).
+
+    Loss ``max(0, rho - f(x)) - nu rho``. Per row: when ``f_t(x) < rho`` add
+    ``alpha = eta_t`` and ``rho -= eta_t (1 - nu)``; else ``rho += eta_t nu``. A point is
+    normal when ``f(x) - rho >= 0``; about a fraction ``nu`` of a stationary stream
+    falls below.
+
+    Parameters
+    ----------
+    kernel, width, degree, coef0, eta, learning_rate, lam, budget, sv_threshold, n_passes, shuffle, random_state
+        See :mod:`learners.norma`.
+    nu : float in (0, 1], default 0.1
+        Target fraction of novelties (margin errors).
+    learning_rate : {"constant", "invsqrt"}, default "invsqrt"
+        Unlike the other NORMA estimators the default decreases, ``eta_t = eta / sqrt(t)``,
+        as in the paper's novelty experiment: with a constant rate the pair ``f``/rho
+        keeps fluctuating and the fraction of novelties on a stationary stream
+        overshoots ``nu``. Use ``"constant"`` for drifting streams (background
+        subtraction).
+
+    Attributes
+    ----------
+    rho_ : float
+        Learnt threshold rho.
+    offset_ : float
+        Equal to ``rho_``: ``decision_function = score_samples - offset_``.""" + _FITTED_DOC + """
+    """
+
+    def __init__(self, *, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0, eta=0.1, learning_rate="invsqrt",
+                 lam=0.01, nu=0.1, budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False,
+                 random_state=None):
+        self.kernel = kernel
+        self.width = width
+        self.degree = degree
+        self.coef0 = coef0
+        self.eta = eta
+        self.learning_rate = learning_rate
+        self.lam = lam
+        self.nu = nu
+        self.budget = budget
+        self.sv_threshold = sv_threshold
+        self.n_passes = n_passes
+        self.shuffle = shuffle
+        self.random_state = random_state
+
+    def _check_rule_params(self):
+        p = self._check_step_params()
+        p["nu"] = check_real("nu", self.nu, low=0.0, high=1.0, low_open=True)
+        return p
+
+    def _run_stream(self, X, y, p, f_out):
+        kind, width, degree, coef0, lut = self._kernel_args(p)
+        _stream.norma_novelty_fit_stream(X, self._sv, self._coef, self._ring, self._state, p["eta"], p["invsqrt"],
+                                         p["lam"], p["nu"], kind, width, degree, coef0, lut, p["sv_threshold"],
+                                         f_out)
+
+    def _publish_state(self, p):
+        super()._publish_state(p)
+        self.rho_ = float(self._state[_stream.RHO])
+        self.offset_ = self.rho_
+
+    def fit(self, X, y=None):
+        """Start afresh and learn from the rows of ``X`` in order (``n_passes`` times).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        return self._fit(X, None)
+
+    def partial_fit(self, X, y=None, classes=None):
+        """Learn from the rows of ``X`` in order, continuing the stream.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y, classes : ignored
+
+        Returns
+        -------
+        self
+        """
+        return self._partial_fit(X, None, None, self._check_params())

@@ -1,0 +1,363 @@
+"""OLK estimators (Li, Wen, Li, Xu, Zhang, Ding; IEEE TNNLS 2013): classification, regression, novelty.
+
+Every step solves ``min_f 1/2 ||f - f_t||^2 + r/2 ||f||^2 + C slack`` under one
+constraint for the new point, which gives ``f_{t+1} = (f_t + a k(x_{t+1}, .)) / (1 + r)``
+with ``a`` the clipped stationary point of a one-dimensional dual
+(:mod:`learners.steps`: ``olk_c_step``, ``olk_r_step``, ``olk_n_step``).
+
+Shared parameters (all three estimators)
+---------------------------------------
+kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default "gaussian"
+    ``exp(-||x-y||^2 / width^2)``, ``exp(-||x-y|| / width)``,
+    ``(<x, y> + coef0) ** degree``, ``<x, y>``.
+width : float > 0, default 1.0
+    Kernel length scale ``p``, in the units of the features (Gaussian, Laplacian).
+degree : float > 0, default 3.0
+    Polynomial degree.
+coef0 : float, default 1.0
+    Polynomial constant term.
+r : float >= 0
+    Forgetting factor: every step divides all old coefficients by ``1 + r``, so a
+    term's weight halves after about ``ln 2 / r`` steps (r = 0.001: ~693 steps).
+C : float > 0
+    Upper bound of the new term's dual variable (the slack penalty).
+budget : int >= 1 or None, default 512
+    Most kernel terms kept; a full expansion drops its oldest term (a ring buffer).
+    ``None`` keeps every term (memory and prediction time grow with the stream).
+sv_threshold : float >= 0, default 0.0
+    Drop terms whose true coefficient ``|alpha_j|`` fell below this value (OLK
+    Remark 4); 0 keeps them until the budget evicts them.
+n_passes : int >= 1, default 1
+    Passes over the data made by ``fit`` (``partial_fit`` always makes one).
+shuffle : bool, default False
+    Whether ``fit`` visits the rows of each pass in a random order.
+random_state : int, RandomState or None, default None
+    Seed of that order (used only with ``shuffle=True``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import ClassifierMixin, OutlierMixin, RegressorMixin
+
+from learners import _stream
+from learners._base import DEFAULT_BUDGET, BinaryClassifierMixin, OneClassMixin, OnlineKernelEstimator
+from learners._validation import check_choice, check_real
+from learners.steps import RHO_RULES
+
+__all__ = ["OLKClassifier", "OLKRegressor", "OLKOneClass"]
+
+_FITTED_DOC = """
+    support_vectors_ : ndarray of shape (n_support_, n_features_in_)
+        Points of the kernel expansion, oldest first.
+    dual_coef_ : ndarray of shape (n_support_,)
+        Their true coefficients ``alpha_j`` in ``f(x) = sum_j alpha_j k(x_j, x)``.
+    n_support_ : int
+        Number of terms (at most ``budget``).
+    n_features_in_ : int
+        Number of features seen in the first call.
+    n_steps_ : int
+        Rows learnt from so far (over all passes and calls)."""
+
+
+class _OLKBase(OnlineKernelEstimator):
+    def _publish_state(self, params):
+        self.n_steps_ = int(self._state[_stream.STEPS])
+
+    def _init_state(self, params):
+        pass
+
+
+class OLKClassifier(BinaryClassifierMixin, ClassifierMixin, _OLKBase):
+    """OLK_C: online kernel classification (Li et al. 2013, eq. 30-33), binary.
+
+    Per row ``(x, y)``, ``y`` mapped to -1/+1: ``a = clip((1 + r - y f_t(x)) / k(x, x), 0, C)``,
+    old coefficients divided by ``1 + r``, new term ``a y / (1 + r)`` (added when ``a > 0``).
+
+    Parameters
+    ----------
+    kernel, width, degree, coef0, budget, sv_threshold, n_passes, shuffle, random_state
+        See :mod:`learners.olk`.
+    C : float > 0, default 2.0
+        Bound of the dual variable (paper's classification example: 2).
+    r : float >= 0, default 0.001
+        Forgetting factor (paper: 0.001).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        The two labels; ``classes_[1]`` is the positive class (``f > 0``).
+    offset_ : float
+        Constant term of ``f``: always 0 (OLK has no offset).""" + _FITTED_DOC + """
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from learners import OLKClassifier
+    >>> X = np.array([[0.0, 0.0], [3.0, 3.0]] * 5)
+    >>> clf = OLKClassifier(width=1.0).fit(X, [0, 1] * 5)
+    >>> clf.predict([[0.1, 0.0], [2.9, 3.1]]).tolist()
+    [0, 1]
+    """
+
+    def __init__(self, *, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0, C=2.0, r=0.001,
+                 budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
+        self.kernel = kernel
+        self.width = width
+        self.degree = degree
+        self.coef0 = coef0
+        self.C = C
+        self.r = r
+        self.budget = budget
+        self.sv_threshold = sv_threshold
+        self.n_passes = n_passes
+        self.shuffle = shuffle
+        self.random_state = random_state
+
+    def _check_rule_params(self):
+        return {"C": check_real("C", self.C, low=0.0, low_open=True), "r": check_real("r", self.r, low=0.0)}
+
+    def _run_stream(self, X, y, p, f_out):
+        kind, width, degree, coef0, lut = self._kernel_args(p)
+        _stream.olk_c_fit_stream(X, y, self._sv, self._coef, self._ring, self._state, p["r"], p["C"], kind, width,
+                                 degree, coef0, lut, p["sv_threshold"], f_out)
+
+    def _publish_state(self, params):
+        super()._publish_state(params)
+        self.offset_ = 0.0
+
+    def fit(self, X, y):
+        """Start afresh and learn from the rows of ``X`` in order (``n_passes`` times).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,), two distinct labels
+
+        Returns
+        -------
+        self
+        """
+        return self._fit(X, y)
+
+    def partial_fit(self, X, y, classes=None):
+        """Learn from the rows of ``X`` in order, continuing the stream.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (2,), optional
+            Both labels; needed on the first call when its batch holds one class.
+
+        Returns
+        -------
+        self
+        """
+        return self._partial_fit(X, y, classes, self._check_params())
+
+    def decision_function(self, X):
+        """``f(x)``: positive for ``classes_[1]``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        f : ndarray of shape (n_samples,)
+        """
+        return self._raw_decision(X)
+
+
+class OLKRegressor(RegressorMixin, _OLKBase):
+    """OLK_R: online kernel regression with an epsilon-insensitive tube (Li et al. 2013, eq. 43-52).
+
+    Per row: ``a = min(C, ((1 + r)(y - eps) - f_t(x)) / k(x, x))`` when positive, else
+    ``a* = min(C, (f_t(x) - (1 + r)(y + eps)) / k(x, x))`` when positive (never both),
+    new term ``(a - a*) / (1 + r)``; points inside the tube add no term.
+
+    Parameters
+    ----------
+    kernel, width, degree, coef0, budget, sv_threshold, n_passes, shuffle, random_state
+        See :mod:`learners.olk`.
+    C : float > 0, default 1.0
+        Bound of the dual variables (paper's regression example: 1).
+    r : float >= 0, default 0.001
+        Forgetting factor.
+    epsilon : float >= 0, default 0.1
+        Half-width of the insensitive tube, in the units of ``y``; larger means
+        fewer support vectors.
+
+    Attributes
+    ----------
+    offset_ : float
+        Constant term of ``f``: always 0.""" + _FITTED_DOC + """
+    """
+
+    def __init__(self, *, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0, C=1.0, r=0.001, epsilon=0.1,
+                 budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
+        self.kernel = kernel
+        self.width = width
+        self.degree = degree
+        self.coef0 = coef0
+        self.C = C
+        self.r = r
+        self.epsilon = epsilon
+        self.budget = budget
+        self.sv_threshold = sv_threshold
+        self.n_passes = n_passes
+        self.shuffle = shuffle
+        self.random_state = random_state
+
+    def _check_rule_params(self):
+        return {"C": check_real("C", self.C, low=0.0, low_open=True), "r": check_real("r", self.r, low=0.0),
+                "epsilon": check_real("epsilon", self.epsilon, low=0.0)}
+
+    def _run_stream(self, X, y, p, f_out):
+        kind, width, degree, coef0, lut = self._kernel_args(p)
+        _stream.olk_r_fit_stream(X, y, self._sv, self._coef, self._ring, self._state, p["r"], p["C"], p["epsilon"],
+                                 kind, width, degree, coef0, lut, p["sv_threshold"], f_out)
+
+    def _publish_state(self, params):
+        super()._publish_state(params)
+        self.offset_ = 0.0
+
+    def fit(self, X, y):
+        """Start afresh and learn from the rows of ``X`` in order (``n_passes`` times).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        return self._fit(X, y)
+
+    def partial_fit(self, X, y):
+        """Learn from the rows of ``X`` in order, continuing the stream.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        return self._partial_fit(X, y, None, self._check_params())
+
+    def predict(self, X):
+        """``f(x)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+        """
+        return self._raw_decision(X)
+
+
+
+class OLKOneClass(OneClassMixin, OutlierMixin, _OLKBase):
+    """OLK_N: online novelty detection (Li et al. 2013, eq. 55-69).
+
+    Per row: ``a = clip((1 + r - f_t(x)) / k(x, x), nu, C)``, old coefficients divided
+    by ``1 + r``, new term ``a / (1 + r)`` (every row adds one). A point is normal
+    when ``f(x) - 1 - rho >= 0``.
+
+    Parameters
+    ----------
+    kernel, width, degree, coef0, budget, sv_threshold, n_passes, shuffle, random_state
+        See :mod:`learners.olk`.
+    C : float > nu, default 0.2
+        Upper bound of the dual variable (paper: 0.2).
+    nu : float in (0, 1], default 0.1
+        Lower bound of the dual variable (paper: 0.1); must be < C.
+    r : float >= 0, default 0.001
+        Forgetting factor (paper: 0.001).
+    rho_rule : {"paper", "primal"}, default "paper"
+        ``"primal"`` (eq. 68): ``rho = max(0, f_{t+1}(x_{t+1}) - 1)`` after every step.
+        ``"paper"`` (eq. 69): the same only when ``nu < a < C``, else rho is kept.
+        With a normalised kernel (Gaussian, Laplacian) an interior ``a`` makes
+        ``f_{t+1}(x_{t+1}) = 1`` exactly, so under ``"paper"`` rho stays at 0 (up to
+        rounding and budget evictions) and the threshold is ``f(x) = 1``.
+
+    Attributes
+    ----------
+    rho_ : float
+        Current rho (>= 0).
+    offset_ : float
+        ``1 + rho_``: ``decision_function = score_samples - offset_``.""" + _FITTED_DOC + """
+    """
+
+    def __init__(self, *, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0, C=0.2, nu=0.1, r=0.001,
+                 rho_rule="paper", budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False,
+                 random_state=None):
+        self.kernel = kernel
+        self.width = width
+        self.degree = degree
+        self.coef0 = coef0
+        self.C = C
+        self.nu = nu
+        self.r = r
+        self.rho_rule = rho_rule
+        self.budget = budget
+        self.sv_threshold = sv_threshold
+        self.n_passes = n_passes
+        self.shuffle = shuffle
+        self.random_state = random_state
+
+    def _check_rule_params(self):
+        nu = check_real("nu", self.nu, low=0.0, high=1.0, low_open=True)
+        C = check_real("C", self.C, low=0.0, low_open=True)
+        if not C > nu:
+            raise ValueError(f"C must be > nu (OLK_N's dual variable lies in [nu, C]), got C={C:g}, nu={nu:g}")
+        check_choice("rho_rule", self.rho_rule, RHO_RULES)
+        return {"C": C, "nu": nu, "r": check_real("r", self.r, low=0.0), "rho_rule": RHO_RULES[self.rho_rule]}
+
+    def _run_stream(self, X, y, p, f_out):
+        kind, width, degree, coef0, lut = self._kernel_args(p)
+        a_out = np.empty(X.shape[0], dtype=np.float64)
+        _stream.olk_n_fit_stream(X, self._sv, self._coef, self._ring, self._state, p["r"], p["nu"], p["C"],
+                                 p["rho_rule"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out, a_out)
+
+    def _publish_state(self, params):
+        super()._publish_state(params)
+        self.rho_ = float(self._state[_stream.RHO])
+        self.offset_ = 1.0 + self.rho_
+
+    def fit(self, X, y=None):
+        """Start afresh and learn from the rows of ``X`` in order (``n_passes`` times).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        return self._fit(X, None)
+
+    def partial_fit(self, X, y=None, classes=None):
+        """Learn from the rows of ``X`` in order, continuing the stream.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y, classes : ignored
+
+        Returns
+        -------
+        self
+        """
+        return self._partial_fit(X, None, None, self._check_params())
