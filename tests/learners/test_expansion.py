@@ -1,0 +1,73 @@
+"""The bounded ring-buffer expansion: order, eviction, pruning, sums."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from learners.expansion import (
+    SCALE_MAX,
+    SCALE_MIN,
+    expansion_order,
+    expansion_prune,
+    expansion_push,
+    expansion_sum,
+    needs_renormalise,
+)
+from learners.kernels import EMPTY_LUT, GAUSSIAN, LINEAR
+
+
+def _empty(B, d=2):
+    return np.zeros((B, d)), np.zeros(B), np.zeros(2, dtype=np.int64)
+
+
+def test_push_keeps_the_most_recent_terms_in_order():
+    sv, coef, ring = _empty(4)
+    for i in range(10):
+        expansion_push(np.array([float(i), 0.0]), float(i), sv, coef, ring)
+        order = expansion_order(ring, 4)
+        assert ring[1] == min(i + 1, 4)
+        np.testing.assert_array_equal(coef[order], np.arange(max(0, i - 3), i + 1))
+        np.testing.assert_array_equal(sv[order, 0], coef[order])
+
+
+def test_sum_and_oldest_term():
+    sv, coef, ring = _empty(3)
+    x = np.array([0.5, -0.2])
+    pts = [np.array([0.0, 0.0]), np.array([1.0, 0.0]), np.array([0.0, 2.0]), np.array([1.0, 1.0])]
+    for j, p in enumerate(pts):
+        full = ring[1] == 3
+        total, oldest = expansion_sum(x, sv, coef, ring, GAUSSIAN, 1.5, 3.0, 1.0, EMPTY_LUT)
+        live = pts[max(0, j - 3):j]
+        vals = [(k + 1.0) * math.exp(-np.sum((p_ - x) ** 2) / 1.5 ** 2) for k, p_ in enumerate(pts[:j])][-3:]
+        assert total == pytest.approx(sum(vals))
+        assert oldest == (pytest.approx(vals[0]) if full else 0.0)
+        assert len(live) == ring[1]
+        expansion_push(p, j + 1.0, sv, coef, ring)
+    # linear kernel goes through the generic branch
+    total, _ = expansion_sum(x, sv, coef, ring, LINEAR, 1.0, 3.0, 1.0, EMPTY_LUT)
+    order = expansion_order(ring, 3)
+    assert total == pytest.approx(float(np.sum(coef[order] * (sv[order] @ x))))
+
+
+def test_prune_drops_small_terms_and_keeps_order():
+    sv, coef, ring = _empty(5)
+    values = [0.5, -0.01, 2.0, 0.001, -3.0, 0.2, 0.02]  # wraps around the ring
+    for v in values:
+        expansion_push(np.array([v, v]), v, sv, coef, ring)
+    dropped = expansion_prune(sv, coef, ring, 2.0, 0.1)  # true coefficient = 2 * coef
+    order = expansion_order(ring, 5)
+    np.testing.assert_array_equal(coef[order], [2.0, -3.0, 0.2])
+    np.testing.assert_array_equal(sv[order, 0], [2.0, -3.0, 0.2])
+    assert dropped == 2
+    expansion_push(np.array([9.0, 9.0]), 9.0, sv, coef, ring)
+    np.testing.assert_array_equal(coef[expansion_order(ring, 5)], [2.0, -3.0, 0.2, 9.0])
+
+
+def test_needs_renormalise_bounds():
+    assert not needs_renormalise(1.0)
+    assert not needs_renormalise(SCALE_MIN) and not needs_renormalise(SCALE_MAX)
+    assert needs_renormalise(SCALE_MIN / 2) and needs_renormalise(SCALE_MAX * 2)
+    assert needs_renormalise(float("nan"))

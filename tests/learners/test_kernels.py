@@ -1,0 +1,58 @@
+"""Jitted kernels and the Gram helper against their formulas."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from learners import kernels
+from learners.kernels import EMPTY_LUT
+from tests.learners import _reference as ref
+
+RNG = np.random.default_rng(0)
+X = RNG.normal(size=(6, 3))
+Y = RNG.normal(size=(4, 3))
+
+
+@pytest.mark.parametrize("name", ["gaussian", "laplacian", "polynomial", "linear"])
+def test_kernel_value_and_gram_match_formula(name):
+    kind = kernels.KERNELS[name]
+    width, degree, coef0 = 1.7, 2.0, 0.5
+    want = np.array([[ref.kernel(name, x, y, width, degree, coef0) for y in Y] for x in X])
+    got = np.array([[kernels.kernel_value(kind, x, y, width, degree, coef0, EMPTY_LUT) for y in Y] for x in X])
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(kernels.gram(X, Y, kernel=name, width=width, degree=degree, coef0=coef0), want,
+                               rtol=1e-12)
+    for x in X:
+        assert kernels.self_kernel(kind, x, width, degree, coef0, EMPTY_LUT) == pytest.approx(
+            ref.kernel(name, x, x, width, degree, coef0), rel=1e-12)
+
+
+def test_gaussian_is_olk_form_and_normalised():
+    x, y = np.array([0.0, 0.0]), np.array([3.0, 4.0])
+    assert kernels.kernel_value(kernels.GAUSSIAN, x, y, 5.0, 3.0, 1.0, EMPTY_LUT) == pytest.approx(math.exp(-1.0))
+    assert kernels.self_kernel(kernels.GAUSSIAN, y, 5.0, 3.0, 1.0, EMPTY_LUT) == 1.0
+    K = kernels.gram(X, width=2.0)
+    np.testing.assert_allclose(np.diag(K), 1.0)
+    np.testing.assert_allclose(K, K.T)
+
+
+def test_gaussian_lut_matches_gaussian_on_integer_inputs():
+    width = 6.0
+    lut = kernels.gaussian_lut(width, 3 * 255 ** 2, dtype=np.float64)
+    a = np.array([10, 200, 30], dtype=np.uint8)
+    for b in (np.array([12, 197, 31], dtype=np.uint8), np.array([0, 0, 0], dtype=np.uint8), a):
+        want = math.exp(-float(np.sum((a.astype(float) - b) ** 2)) / width ** 2)
+        got = kernels.kernel_value(kernels.GAUSSIAN_LUT, a, b, width, 3.0, 1.0, lut)
+        assert got == pytest.approx(want, abs=1e-7)
+    with pytest.raises(ValueError, match="width must be > 0"):
+        kernels.gaussian_lut(0.0, 100)
+
+
+def test_squared_distance_is_safe_for_unsigned_inputs():
+    a = np.array([0, 255], dtype=np.uint8)
+    b = np.array([255, 0], dtype=np.uint8)
+    assert kernels.squared_distance(a, b) == 2 * 255.0 ** 2
+    assert kernels.int_squared_distance(a, b) == 2 * 255 ** 2
