@@ -18,8 +18,7 @@ import scipy.linalg
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from learners.baselines._common import as_1d_target, as_2d_float, check_kernel, check_positive
-from learners.kernels import gram
+from learners.baselines._common import as_1d_target, as_2d_float, check_kernel, check_positive, kernel_matrix
 
 
 class LSSVM(RegressorMixin, BaseEstimator):
@@ -56,7 +55,7 @@ class LSSVM(RegressorMixin, BaseEstimator):
         self.coef0 = coef0
 
     def _gram(self, X, Y):
-        return gram(X, Y, kernel=self.kernel, width=self.width, degree=self.degree, coef0=self.coef0)
+        return kernel_matrix(X, Y, self.kernel, self.width, self.degree, self.coef0)
 
     def fit(self, X, y):
         """Solve the LS-SVM system on ``(X, y)``."""

@@ -309,3 +309,18 @@ def test_bad_parameters(est, message):
 def test_unfitted():
     with pytest.raises(ValueError, match="not fitted"):
         KRLS().predict(np.zeros((1, 1)))
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "polynomial", "linear"])
+def test_kernel_matrix_matches_the_numba_core(kernel):
+    from learners.baselines._common import kernel_matrix
+
+    rng = np.random.default_rng(12)
+    X, Y = rng.normal(size=(7, 3)), rng.normal(size=(5, 3))
+    for A, B in ((X, Y), (X[:1], Y), (X, Y[:1])):
+        np.testing.assert_allclose(
+            kernel_matrix(A, B, kernel, 0.7, 2.0, 0.5),
+            gram(A, B, kernel=kernel, width=0.7, degree=2.0, coef0=0.5),
+            rtol=1e-10,
+            atol=1e-12,
+        )

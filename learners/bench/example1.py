@@ -1,0 +1,197 @@
+"""Example 1 of the OLK paper: online classification of two Gaussians.
+
+Data: :func:`learners.datasets.make_example1`. For every seed the methods learn the
+same stream of ``max(grid)`` points (the paper: 50 ... 1500) and are scored on the
+same test set (``--n-test``, 1000 by default; the paper does not give its size).
+
+Reported per method: cumulative online mistakes (prequential, see
+:mod:`learners.bench.protocol`; for the batch SVM, the training errors of the fit on
+the first ``n`` points), the test error, the number of support vectors, and the
+seconds of one fit on all points. Also OLK_C's support vectors against ``n`` for
+several thresholds ``Thr_sv`` (the paper's "Fig. 1/2" of section IV-A).
+
+Parameters: the paper's Table I (cross-validated there). The table's text is
+garbled in our copy; we read its rows as SVM ``p = 1, C = 2``; OLK_C ``p = 1.2,
+C = 0.8, r = 0.001``; NORMA ``p = 1, lambda = 0.01, eta = 0.1``; Perceptron
+``eta = exp(-t/50)``; kernel perceptron ``p = 1.2, eta = 0.1``; Projectron
+``p = 1.2, eta = 0.02``. (The project's ALGORITHMS.md lists OLK_C as ``p = 1,
+C = 2``, which is the SVM row; ``--set OLK_C.width=1 --set OLK_C.C=2`` runs that.)
+OLK_C and NORMA run without a budget (``budget=None``), as in the paper.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.svm import SVC
+
+from learners.baselines import KernelPerceptron, Perceptron, Projectron
+from learners.bench.common import add_common_arguments, check_common, float_list
+from learners.bench.methods import Method
+from learners.bench.protocol import batch_classification, chunked_online, n_terms, prequential_classification, timed_fit
+from learners.bench.report import band, fmt, fmt_g, mean_std, pyplot, save_figure, table
+from learners.datasets import make_example1
+
+GRID = [50, 100] + list(range(200, 1501, 100))
+THRESHOLDS = [0.0, 0.001, 0.002, 0.01]
+N_TEST = 1000
+
+
+def svc(C=2.0, width=1.0):
+    """scikit-learn's SVC with the Gaussian ``exp(-||x-y||^2 / width^2)``."""
+    return SVC(C=C, kernel="rbf", gamma=1.0 / width**2)
+
+
+def methods():
+    """The methods of Example 1 with the paper's Table I parameters."""
+    return [
+        Method("OLK_C", "learners.olk:OLKClassifier", dict(kernel="gaussian", width=1.2, C=0.8, r=0.001, budget=None), note="Table I"),
+        Method("NORMA", "learners.norma:NORMAClassifier", dict(loss="hinge", kernel="gaussian", width=1.0, lam=0.01, eta=0.1, budget=None), note="Table I"),
+        Method("Perceptron", Perceptron, dict(eta0=1.0, decay=50.0), note="Table I: eta_t = exp(-t/50)"),
+        Method("KernelPerceptron", KernelPerceptron, dict(width=1.2, eta=0.1), note="Table I"),
+        Method("Projectron", Projectron, dict(width=1.2, eta=0.02), note="Table I"),
+        Method("SVM", svc, dict(C=2.0, width=1.0), online=False, note="Table I; scikit-learn SVC (libsvm SMO)"),
+    ]
+
+
+def add_arguments(parser):
+    add_common_arguments(parser, grid=GRID, n_test=N_TEST)
+    parser.add_argument(
+        "--thresholds",
+        type=str,
+        default=",".join(map(str, THRESHOLDS)),
+        help="OLK_C Thr_sv values for the support-vector curve (default %(default)s)",
+    )
+
+
+def check(args):
+    check_common(args)
+    args.threshold_values = float_list(args.thresholds)
+    if any(t < 0 for t in args.threshold_values):
+        raise ValueError(f"--thresholds must be >= 0, got {args.thresholds}")
+
+
+def run(args, available, log):
+    """Run every seed; returns the raw per-seed curves."""
+    grid = args.grid_points
+    n_max = grid[-1]
+    names = [m.name for m in available]
+    curves = {name: {k: [] for k in ("mistakes", "test_error", "n_support")} for name in names}
+    seconds = {name: [] for name in names}
+    sv_thr = {thr: [] for thr in args.threshold_values}
+    olk = next((m for m in available if m.name == "OLK_C"), None)
+
+    # warm-up (numba compilation and imports are not timed)
+    Xw, yw, _, _ = make_example1(30, 0, random_state=10**6)
+    for m in available:
+        m.build().fit(Xw, yw)
+
+    for s in range(args.seeds):
+        seed = args.seed_offset + s
+        X, y, Xt, yt = make_example1(n_max, args.n_test, random_state=seed)
+        for m in available:
+            if m.online:
+                res = prequential_classification(m.build(), X, y, grid, Xt, yt)
+                seconds[m.name].append(timed_fit(m.build, X, y))
+            else:
+                res = batch_classification(m.build, X, y, grid, Xt, yt)
+                seconds[m.name].append(timed_fit(m.build, X, y))
+            for k in curves[m.name]:
+                curves[m.name][k].append(res[k])
+        if olk is not None:
+            for thr in args.threshold_values:
+                _, sizes = chunked_online(olk.build(sv_threshold=thr), X, y, grid, lambda e: 0.0, size=n_terms)
+                sv_thr[thr].append(sizes)
+        log(f"example1: seed {seed} done ({s + 1}/{args.seeds})")
+    return dict(grid=grid, curves=curves, seconds=seconds, sv_thresholds=sv_thr, n_test=args.n_test, seeds=args.seeds)
+
+
+def final(result):
+    """Final-point figures per method: ``{"test_error", "mistakes", "seconds"}`` (means)."""
+    out = {}
+    for name, c in result["curves"].items():
+        out[name] = {
+            "test_error": mean_std(np.asarray(c["test_error"])[:, -1])[0],
+            "mistakes": mean_std(np.asarray(c["mistakes"])[:, -1])[0],
+            "seconds": mean_std(result["seconds"][name])[0],
+        }
+    return out
+
+
+def report(result, available, unavailable):
+    grid = result["grid"]
+    n = grid[-1]
+    lines = [
+        f"Example 1 (classification), {result['seeds']} seeds, n = {n} learning points, "
+        f"{result['n_test']} test points; mean ± standard deviation over seeds",
+        "",
+    ]
+    rows = []
+    for m in available:
+        c = result["curves"][m.name]
+        rows.append(
+            [
+                m.name,
+                fmt(*mean_std(np.asarray(c["test_error"])[:, -1])),
+                fmt_g(*mean_std(np.asarray(c["mistakes"])[:, -1])),
+                fmt_g(*mean_std(np.asarray(c["n_support"])[:, -1])),
+                fmt_g(*mean_std(result["seconds"][m.name])),
+                ", ".join(f"{k}={v}" for k, v in m.params.items()),
+            ]
+        )
+    lines.append(
+        table(["method", "test error", "mistakes (SVM: training errors)", "support vectors", "seconds (fit)", "parameters"], rows)
+    )
+    for key, title, digits in (("mistakes", "cumulative mistakes", 1), ("test_error", "test error", 3)):
+        lines += ["", f"{title} against the number of learning points (mean over seeds)", ""]
+        rows = [
+            [str(g)] + [fmt(np.nanmean(np.asarray(result["curves"][m.name][key])[:, i]), digits=digits) for m in available]
+            for i, g in enumerate(grid)
+        ]
+        lines.append(table(["n"] + [m.name for m in available], rows))
+    if any(result["sv_thresholds"][t] for t in result["sv_thresholds"]):
+        lines += ["", "OLK_C support vectors against the number of learning points, per Thr_sv (mean over seeds)", ""]
+        thrs = list(result["sv_thresholds"])
+        rows = [
+            [str(g)] + [fmt(np.mean(np.asarray(result["sv_thresholds"][t])[:, i]), digits=1) for t in thrs]
+            for i, g in enumerate(grid)
+        ]
+        lines.append(table(["n"] + [f"Thr_sv={t:g}" for t in thrs], rows))
+    for name, reason in unavailable.items():
+        lines += ["", f"{name}: not run ({reason})"]
+    return "\n".join(lines)
+
+
+def plot(result, available, folder):
+    plt = pyplot()
+    grid = np.asarray(result["grid"])
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+    ax = axes[0, 0]
+    for m in available:
+        label = m.name + (" (training errors)" if not m.online else "")
+        band(ax, grid, result["curves"][m.name]["mistakes"], label)
+    ax.set(xlabel="number of learning points", ylabel="cumulative mistakes", title="Mistakes (paper Fig. 3)")
+    ax.legend(fontsize=8)
+    ax = axes[0, 1]
+    for m in available:
+        band(ax, grid, result["curves"][m.name]["test_error"], m.name)
+    ax.set(xlabel="number of learning points", ylabel="test error", title="Test error")
+    ax.legend(fontsize=8)
+    ax = axes[1, 0]
+    for t, runs in result["sv_thresholds"].items():
+        if runs:
+            band(ax, grid, runs, f"Thr_sv = {t:g}")
+    ax.set(xlabel="number of learning points", ylabel="support vectors", title="OLK_C support vectors (paper Fig. 2)")
+    ax.legend(fontsize=8)
+    ax = axes[1, 1]
+    names = [m.name for m in available]
+    means = [mean_std(result["seconds"][n])[0] for n in names]
+    stds = [mean_std(result["seconds"][n])[1] for n in names]
+    ax.bar(names, means, yerr=stds, color="tab:gray")
+    ax.set_yscale("log")
+    ax.set(ylabel="seconds", title=f"Fit time, n = {grid[-1]} (paper Fig. 4)")
+    ax.tick_params(axis="x", rotation=30, labelsize=8)
+    fig.suptitle(f"OLK paper Example 1, mean ± sd over {result['seeds']} seeds")
+    fig.tight_layout()
+    path = save_figure(fig, folder / "example1.png")
+    plt.close(fig)
+    return [path]

@@ -1,0 +1,181 @@
+"""Example 2 of the OLK paper: online regression of ``0.2 sin(5x) + 0.5 sin(x)``.
+
+Data: :func:`learners.datasets.make_example2` (uniform noise in [-0.5, 0.5] on the
+training targets, noise-free test targets). For every seed the online methods learn
+one stream of ``max(grid)`` points (the paper: 10 ... 700) and are scored at each
+grid point by the RMSE against the true function on ``--n-test`` test points (1000
+by default; the paper does not give the size); LS-SVM is refitted on the first ``n``
+points. The time of a method is one fit on all points. Also OLK_R's number of
+non-zero coefficients after all points against ``epsilon`` (the paper's Fig. 1).
+
+Parameters (the paper's, section IV-B): OLK_R ``p = 0.5, epsilon = 0.5, C = 1,
+r = 0.001``; NORMA ``p = 0.5, lambda = 0.01, eta = 0.1`` with the
+epsilon-insensitive loss (the paper does not give NORMA's epsilon: we use OLK_R's
+0.5); kernel perceptron ``p = 0.5, eta = 0.02`` (the paper does not say which
+regression rule: we use the perceptron's unregularised stochastic-gradient step on
+the squared loss, kernel LMS); KRLS ``p = 0.5, nu = 0.001``; LS-SVM ``p = 0.5,
+C = 10``. OLK_R and NORMA run without a budget.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from learners.baselines import KRLS, LSSVM, KernelPerceptronRegressor
+from learners.bench.common import add_common_arguments, check_common, float_list
+from learners.bench.methods import Method
+from learners.bench.protocol import batch_curve, chunked_online, n_nonzero, timed_fit
+from learners.bench.report import band, fmt, fmt_g, mean_std, pyplot, save_figure, table
+from learners.datasets import make_example2
+
+GRID = [10, 20, 50, 100, 200, 300, 400, 500, 600, 700]
+EPSILONS = [round(0.05 * i, 2) for i in range(21)]
+N_TEST = 1000
+
+
+def methods():
+    """The methods of Example 2 with the paper's parameters."""
+    return [
+        Method("OLK_R", "learners.olk:OLKRegressor", dict(kernel="gaussian", width=0.5, epsilon=0.5, C=1.0, r=0.001, budget=None), note="paper IV-B"),
+        Method(
+            "NORMA",
+            "learners.norma:NORMARegressor",
+            dict(loss="epsilon_insensitive", kernel="gaussian", width=0.5, lam=0.01, eta=0.1, epsilon=0.5, budget=None),
+            note="paper IV-B; epsilon not given, OLK_R's used",
+        ),
+        Method("KernelPerceptron", KernelPerceptronRegressor, dict(width=0.5, eta=0.02), note="paper IV-B; kernel LMS rule"),
+        Method("KRLS", KRLS, dict(width=0.5, nu=0.001), note="paper IV-B"),
+        Method("LS-SVM", LSSVM, dict(width=0.5, C=10.0), online=False, note="paper IV-B"),
+    ]
+
+
+def add_arguments(parser):
+    add_common_arguments(parser, grid=GRID, n_test=N_TEST)
+    parser.add_argument(
+        "--epsilons",
+        type=str,
+        default=",".join(map(str, EPSILONS)),
+        help="OLK_R epsilon values for the sparsity curve (default 0,0.05,...,1)",
+    )
+
+
+def check(args):
+    check_common(args)
+    args.epsilon_values = float_list(args.epsilons)
+    if any(e < 0 for e in args.epsilon_values):
+        raise ValueError(f"--epsilons must be >= 0, got {args.epsilons}")
+
+
+def run(args, available, log):
+    """Run every seed; returns the raw per-seed curves."""
+    grid = args.grid_points
+    n_max = grid[-1]
+    names = [m.name for m in available]
+    rmse = {name: [] for name in names}
+    seconds = {name: [] for name in names}
+    nonzero = {name: [] for name in names}
+    eps_curve = []
+    olk = next((m for m in available if m.name == "OLK_R"), None)
+
+    Xw, yw, _, _ = make_example2(30, 0, random_state=10**6)
+    for m in available:
+        m.build().fit(Xw, yw)
+
+    for s in range(args.seeds):
+        seed = args.seed_offset + s
+        X, y, Xt, ft = make_example2(n_max, args.n_test, random_state=seed)
+
+        def score(est):
+            return float(np.sqrt(np.mean((est.predict(Xt) - ft) ** 2)))
+
+        for m in available:
+            if m.online:
+                curve, _ = chunked_online(m.build(), X, y, grid, score)
+            else:
+                curve = batch_curve(m.build, X, y, grid, score)
+            rmse[m.name].append(curve)
+            seconds[m.name].append(timed_fit(m.build, X, y))
+            nonzero[m.name].append(n_nonzero(m.build().fit(X, y)))
+        if olk is not None and args.epsilon_values:
+            eps_curve.append([n_nonzero(olk.build(epsilon=e).fit(X, y)) for e in args.epsilon_values])
+        log(f"example2: seed {seed} done ({s + 1}/{args.seeds})")
+    return dict(
+        grid=grid,
+        rmse=rmse,
+        seconds=seconds,
+        nonzero=nonzero,
+        epsilons=args.epsilon_values,
+        eps_curve=eps_curve,
+        n_test=args.n_test,
+        seeds=args.seeds,
+    )
+
+
+def final(result):
+    """Final-point figures per method: ``{"rmse", "seconds"}`` (means)."""
+    return {
+        name: {"rmse": mean_std(np.asarray(r)[:, -1])[0], "seconds": mean_std(result["seconds"][name])[0]}
+        for name, r in result["rmse"].items()
+    }
+
+
+def report(result, available, unavailable):
+    grid = result["grid"]
+    lines = [
+        f"Example 2 (regression), {result['seeds']} seeds, n = {grid[-1]} learning points, "
+        f"{result['n_test']} noise-free test points; mean ± standard deviation over seeds",
+        "",
+    ]
+    rows = [
+        [
+            m.name,
+            fmt(*mean_std(np.asarray(result["rmse"][m.name])[:, -1]), digits=4),
+            fmt_g(*mean_std(result["nonzero"][m.name])),
+            fmt_g(*mean_std(result["seconds"][m.name])),
+            ", ".join(f"{k}={v}" for k, v in m.params.items()),
+        ]
+        for m in available
+    ]
+    lines.append(table(["method", "test RMSE", "non-zero coefficients", "seconds (fit)", "parameters"], rows))
+    lines += ["", "test RMSE against the number of learning points (mean over seeds)", ""]
+    rows = [
+        [str(g)] + [fmt(np.nanmean(np.asarray(result["rmse"][m.name])[:, i]), digits=4) for m in available]
+        for i, g in enumerate(grid)
+    ]
+    lines.append(table(["n"] + [m.name for m in available], rows))
+    if result["eps_curve"]:
+        curve = np.asarray(result["eps_curve"])
+        lines += ["", f"OLK_R non-zero coefficients after n = {grid[-1]} points against epsilon (mean ± sd)", ""]
+        rows = [[f"{e:g}", fmt_g(*mean_std(curve[:, i]))] for i, e in enumerate(result["epsilons"])]
+        lines.append(table(["epsilon", "non-zero coefficients"], rows))
+    for name, reason in unavailable.items():
+        lines += ["", f"{name}: not run ({reason})"]
+    return "\n".join(lines)
+
+
+def plot(result, available, folder):
+    plt = pyplot()
+    grid = np.asarray(result["grid"])
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    ax = axes[0]
+    for m in available:
+        band(ax, grid, result["rmse"][m.name], m.name, marker=".")
+    ax.set(xlabel="number of learning points", ylabel="test RMSE", title="RMSE (paper Fig. 6)")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8)
+    ax = axes[1]
+    if result["eps_curve"]:
+        band(ax, np.asarray(result["epsilons"]), result["eps_curve"], "OLK_R", marker=".")
+    ax.set(xlabel="epsilon", ylabel="non-zero coefficients", title=f"OLK_R sparsity, n = {grid[-1]} (paper Fig. 1)")
+    ax = axes[2]
+    names = [m.name for m in available]
+    stats = [mean_std(result["seconds"][n]) for n in names]
+    ax.bar(names, [s[0] for s in stats], yerr=[s[1] for s in stats], color="tab:gray")
+    ax.set_yscale("log")
+    ax.set(ylabel="seconds", title=f"Fit time, n = {grid[-1]}")
+    ax.tick_params(axis="x", rotation=30, labelsize=8)
+    fig.suptitle(f"OLK paper Example 2, mean ± sd over {result['seeds']} seeds")
+    fig.tight_layout()
+    path = save_figure(fig, folder / "example2.png")
+    plt.close(fig)
+    return [path]

@@ -1,0 +1,107 @@
+"""Averages over seeds, text tables, JSON and PNG output for the benchmarks."""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def mean_std(values):
+    """Mean and sample standard deviation (ddof=1; 0 for one value), ignoring NaN."""
+    a = np.asarray(values, dtype=np.float64)
+    a = a[np.isfinite(a)]
+    if a.size == 0:
+        return math.nan, math.nan
+    return float(a.mean()), float(a.std(ddof=1)) if a.size > 1 else 0.0
+
+
+def fmt(mean, std=None, digits=3):
+    """``"0.081 ± 0.010"``, or ``"n/a"`` for NaN."""
+    if mean is None or not np.isfinite(mean):
+        return "n/a"
+    if std is None:
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def fmt_g(mean, std=None):
+    """Like :func:`fmt` with a precision suited to the magnitude (seconds, counts)."""
+    if mean is None or not np.isfinite(mean):
+        return "n/a"
+    digits = 0 if abs(mean) >= 100 else 1 if abs(mean) >= 1 else 3 if abs(mean) >= 0.01 else 5
+    return fmt(mean, std, digits)
+
+
+def table(header, rows):
+    """A plain-text table with aligned columns (markdown-compatible pipes)."""
+    cells = [list(map(str, header))] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = []
+    for k, r in enumerate(cells):
+        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
+        if k == 0:
+            lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+class Timer:
+    """``with Timer() as t: ...``; then ``t.seconds``."""
+
+    def __enter__(self):
+        self._t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self._t0
+        return False
+
+
+def plots_dir(path):
+    """Create the plot folder; ValueError with a clear message if it cannot be."""
+    p = Path(path)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"cannot create the plot folder {p}: {exc.strerror}") from exc
+    if not os.access(p, os.W_OK):
+        raise ValueError(f"the plot folder {p} is not writable")
+    return p
+
+
+def save_figure(fig, path):
+    """Write ``fig`` as PNG to ``path`` atomically (temporary file, then rename)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=path.stem + ".", suffix=".png.tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format="png", dpi=90, bbox_inches="tight")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def pyplot():
+    """matplotlib.pyplot on the non-interactive Agg backend."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def band(ax, x, runs, label, **kw):
+    """Plot the mean over runs (rows) with a +-1 standard-deviation band."""
+    runs = np.asarray(runs, dtype=np.float64)
+    m = np.nanmean(runs, axis=0)
+    s = np.nanstd(runs, axis=0, ddof=1) if runs.shape[0] > 1 else np.zeros_like(m)
+    (line,) = ax.plot(x, m, label=label, **kw)
+    ax.fill_between(x, m - s, m + s, color=line.get_color(), alpha=0.15, linewidth=0)
+    return line
