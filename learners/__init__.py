@@ -25,3 +25,4 @@ __all__ = [
     "OLKOneClass",
     "OLKRegressor",
 ]
+from learners.baselines import *  # noqa: E402,F401,F403  (the papers baselines; see learners.baselines.__all__)
