@@ -20,4 +20,7 @@ from bgsub.registry import (  # noqa: F401
     param_specs,
 )
 
+# Importing the models registers "olkn" and "norma".
+from bgsub.models import createNORMA, createOLKN  # noqa: F401,E402
+
 __version__ = "0.1.0"

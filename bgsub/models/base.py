@@ -1,0 +1,314 @@
+"""Shared machinery of the per-pixel kernel subtractors.
+
+:class:`PixelKernelSubtractor` owns everything that does not depend on the
+update rule: input validation, colour conversion and smoothing, the
+structure-of-arrays state, the global coefficient scale and its
+renormalisation, the update policy's random selection, mask post-processing,
+the background image, and ``set_params`` for live parameter changes. Subclasses
+say how to score (offset of the score) and how to update (which jitted frame
+update, which decay).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import cv2
+import numpy as np
+
+from bgsub.models import _frame_kernels as fk
+from bgsub.registry import ParamSpec
+from learners.expansion import needs_renormalise
+from learners.kernels import gaussian_lut
+
+__all__ = ["PixelKernelSubtractor", "COMMON_PARAMS"]
+
+#: Parameters shared by every kernel subtractor (pre- and post-processing, policy).
+COMMON_PARAMS = (
+    ParamSpec("budget", int, 20, "samples kept per pixel (ring buffer size B)", "samples", 1, 255, live=False),
+    ParamSpec("color", str, "bgr", "use the three colour channels, or convert to grey first", "",
+              choices=("bgr", "gray"), live=False),
+    ParamSpec("blur", float, 0.0, "Gaussian smoothing of the input, standard deviation (0: off)", "pixels",
+              0.0, 10.0),
+    ParamSpec("update_prob", float, 1.0,
+              "probability that a pixel classified background steps its learner in a frame", "", 0.0, 1.0),
+    ParamSpec("fg_update_prob", float, 1.0,
+              "probability that a pixel classified foreground steps its learner in a frame (1: the paper's "
+              "unconditional update; small: stopped objects are not absorbed)", "", 0.0, 1.0),
+    ParamSpec("median", int, 0, "median filter of the mask, aperture (0: off; odd)", "pixels", 0, 15),
+    ParamSpec("open", int, 0, "morphological opening of the mask, square size (0: off)", "pixels", 0, 15),
+    ParamSpec("close", int, 0, "morphological closing of the mask, square size (0: off)", "pixels", 0, 15),
+    ParamSpec("min_area", int, 0, "remove foreground blobs smaller than this (0: off)", "pixels", 0, 100000),
+    ParamSpec("seed", int, 0, "seed of the update policy's random selection", "", 0, 2**31 - 1),
+)
+
+_PROB_ONE = fk.PROB_ONE
+
+
+def _prob(p: float) -> int:
+    return int(round(min(max(p, 0.0), 1.0) * _PROB_ONE))
+
+
+class PixelKernelSubtractor:
+    """Base class: a tiny online novelty detector per pixel, all stepped at once.
+
+    Subclasses define ``_SPECS`` (tuple of ParamSpec), ``_score_offset`` and
+    ``_update(frame, p_bg, p_fg)`` / ``_decay()``.
+
+    Attributes
+    ----------
+    params : dict
+        Current parameter values.
+    score_range : (float, float)
+        Range of :meth:`getScoreMap` values (for ROC histograms).
+    frame_shape_ : tuple or None
+        ``(H, W)`` of the frames being processed; None before the first frame.
+    channels_ : int or None
+        Channels of the model's samples (1 grey, 3 colour).
+    samples_ : ndarray (H, W, B, C) of uint8
+        Support vectors of every pixel.
+    coef_ : ndarray (H, W, B) of float32
+        Stored coefficients; the true ones are ``scale_ * coef_``.
+    ring_ : ndarray (H, W, 2) of int64
+        ``[start, count]`` of each pixel's ring buffer.
+    rho_ : ndarray (H, W) of float64
+        Offsets.
+    scale_ : float
+        Global coefficient scale.
+    n_frames_ : int
+        Frames applied since the last reset.
+    n_steps_ : int
+        Pixel steps taken since the last reset (one per pixel per update).
+    """
+
+    _SPECS: tuple[ParamSpec, ...] = ()
+    _score_offset = 0.0
+
+    def __init__(self, **params: Any) -> None:
+        specs = {p.name: p for p in self._SPECS}
+        values = {p.name: p.default for p in self._SPECS}
+        for k, v in params.items():
+            if k not in specs:
+                raise ValueError(
+                    f"{type(self).__name__} has no parameter {k!r}; its parameters are {', '.join(specs)}"
+                )
+            values[k] = specs[k].check(v)
+        self._check(values)
+        self.params = values
+        self._lut = None
+        self.reset()
+
+    # ------------------------------------------------------------------ params
+    def _check(self, values: dict[str, Any]) -> None:
+        for name in ("median",):
+            v = values.get(name, 0)
+            if v and v % 2 == 0:
+                raise ValueError(f"{name} must be 0 or an odd aperture, got {v}")
+
+    def get_params(self) -> dict[str, Any]:
+        """A copy of the current parameters."""
+        return dict(self.params)
+
+    def set_params(self, **params: Any) -> bool:
+        """Change parameters; returns True when the model had to be reset.
+
+        Parameters marked ``live`` in the registry take effect from the next frame;
+        changing any other (e.g. ``budget``, ``color``) resets the model.
+        """
+        specs = {p.name: p for p in self._SPECS}
+        new = dict(self.params)
+        for k, v in params.items():
+            if k not in specs:
+                raise ValueError(
+                    f"{type(self).__name__} has no parameter {k!r}; its parameters are {', '.join(specs)}"
+                )
+            new[k] = specs[k].check(v)
+        self._check(new)
+        needs_reset = any(not specs[k].live and new[k] != self.params[k] for k in params)
+        self.params = new
+        self._lut = None
+        self._on_params_changed()
+        if needs_reset:
+            self.reset()
+        return needs_reset
+
+    def _on_params_changed(self) -> None:
+        pass
+
+    @property
+    def score_range(self) -> tuple[float, float]:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ state
+    def reset(self) -> None:
+        """Forget the model; the next frame may have any size."""
+        self.frame_shape_: tuple[int, int] | None = None
+        self.channels_: int | None = None
+        self.samples_ = None
+        self.coef_ = None
+        self.ring_ = None
+        self.rho_ = None
+        self.scale_ = 1.0
+        self.n_frames_ = 0
+        self.n_steps_ = 0
+        self._score = None
+        self._mask = None
+
+    def _allocate(self, H: int, W: int, C: int) -> None:
+        B = self.params["budget"]
+        self.frame_shape_ = (H, W)
+        self.channels_ = C
+        self.samples_ = np.zeros((H, W, B, C), dtype=np.uint8)
+        self.coef_ = np.zeros((H, W, B), dtype=np.float32)
+        self.ring_ = np.zeros((H, W, 2), dtype=np.int64)
+        self.rho_ = np.zeros((H, W), dtype=np.float64)
+        self.scale_ = 1.0
+        self._score = np.zeros((H, W), dtype=np.float32)
+        self._f = np.zeros((H, W), dtype=np.float64)
+        self._oldest = np.zeros((H, W), dtype=np.float64)
+        self._rawmask = np.zeros((H, W), dtype=np.uint8)
+        self._mask = self._rawmask
+
+    def lut(self) -> np.ndarray:
+        """The Gaussian table for the current width and channel count."""
+        if self._lut is None:
+            C = self.channels_ or (1 if self.params["color"] == "gray" else 3)
+            self._lut = gaussian_lut(self.params["width"], C * 255 * 255)
+        return self._lut
+
+    # ------------------------------------------------------------------ input
+    def _prepare(self, frame: np.ndarray) -> np.ndarray:
+        if not isinstance(frame, np.ndarray):
+            raise TypeError(f"frame must be a numpy array, got {type(frame).__name__}")
+        if frame.dtype != np.uint8:
+            raise ValueError(
+                f"frame must be uint8 (pixel values 0-255), got dtype {frame.dtype}; "
+                "convert with frame.astype(np.uint8) or cv2.convertScaleAbs"
+            )
+        if frame.ndim == 2:
+            img = frame
+        elif frame.ndim == 3 and frame.shape[2] in (1, 3):
+            img = frame
+        elif frame.ndim == 3 and frame.shape[2] == 4:
+            raise ValueError("frame has 4 channels; convert BGRA to BGR first (cv2.cvtColor(f, cv2.COLOR_BGRA2BGR))")
+        else:
+            raise ValueError(f"frame must be (H, W) grey or (H, W, 3) BGR, got shape {frame.shape}")
+        if img.shape[0] < 1 or img.shape[1] < 1:
+            raise ValueError(f"frame is empty, shape {frame.shape}")
+        if self.frame_shape_ is not None and img.shape[:2] != self.frame_shape_:
+            H, W = self.frame_shape_
+            raise ValueError(
+                f"frame size changed from {W}x{H} to {img.shape[1]}x{img.shape[0]}; "
+                "call reset() before feeding frames of another size, or use one subtractor per stream"
+            )
+        if self.params["color"] == "gray" and img.ndim == 3 and img.shape[2] == 3:
+            img = cv2.cvtColor(img, cv2.COLOR_BGR2GRAY)
+        sigma = self.params["blur"]
+        if sigma > 0:
+            img = cv2.GaussianBlur(img, (0, 0), sigma, borderType=cv2.BORDER_REPLICATE)
+        if img.ndim == 2:
+            img = img[:, :, None]
+        C = img.shape[2]
+        if self.channels_ is not None and C != self.channels_:
+            raise ValueError(
+                f"frame has {C} channel(s) but the model was built from {self.channels_}; "
+                "call reset() before switching between grey and colour frames"
+            )
+        return np.ascontiguousarray(img)
+
+    # ------------------------------------------------------------------ output
+    def _postprocess(self, raw: np.ndarray) -> np.ndarray:
+        p = self.params
+        mask = raw
+        if p["median"] >= 3:
+            mask = cv2.medianBlur(mask, p["median"])
+        if p["open"] >= 2:
+            k = np.ones((p["open"], p["open"]), np.uint8)
+            mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, k)
+        if p["close"] >= 2:
+            k = np.ones((p["close"], p["close"]), np.uint8)
+            mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, k)
+        if p["min_area"] > 0:
+            n, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
+            if n > 1:
+                small = stats[:, cv2.CC_STAT_AREA] < p["min_area"]
+                small[0] = False
+                if small.any():
+                    mask = mask.copy() if mask is raw else mask
+                    mask[small[labels]] = 0
+        return mask
+
+    # ------------------------------------------------------------------ API
+    def apply(self, frame: np.ndarray, learningRate: float = -1) -> np.ndarray:
+        """Classify ``frame`` and update the model.
+
+        Parameters
+        ----------
+        frame : ndarray (H, W) or (H, W, 3) of uint8
+            Grey or BGR frame; every frame of a stream must have the same size.
+        learningRate : float
+            -1: the model's own policy (``update_prob``, ``fg_update_prob``);
+            0: do not update the model; in (0, 1]: probability that a background
+            pixel steps this frame (overrides ``update_prob``).
+
+        Returns
+        -------
+        ndarray (H, W) of uint8
+            255 foreground, 0 background (after post-processing).
+        """
+        lr = float(learningRate)
+        if not (lr == -1 or 0.0 <= lr <= 1.0) or math.isnan(lr):
+            raise ValueError(f"learningRate must be -1 (automatic) or in [0, 1], got {learningRate}")
+        img = self._prepare(frame)
+        if self.samples_ is None:
+            self._allocate(img.shape[0], img.shape[1], img.shape[2])
+        fk.score_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
+                       self._score_offset, self._score, self._f, self._oldest, self._rawmask)
+        mask = self._postprocess(self._rawmask)
+        self._mask = mask
+        if lr != 0.0:
+            p_bg = _prob(self.params["update_prob"] if lr == -1 else lr)
+            p_fg = _prob(self.params["fg_update_prob"])
+            self.n_steps_ += int(self._update(img, mask, p_bg, p_fg))
+            self.scale_ *= self._decay()
+            if needs_renormalise(self.scale_):
+                fk.renormalise(self.coef_, self.scale_)
+                self.scale_ = 1.0
+        self.n_frames_ += 1
+        return mask.copy()
+
+    def getScoreMap(self) -> np.ndarray | None:
+        """float32 (H, W) novelty score of the last frame; ``> 0`` is the raw foreground.
+
+        Post-processing (``median``, ``open``, ``close``, ``min_area``) acts on the
+        mask only, so with it on the mask returned by :meth:`apply` may differ from
+        ``score > 0``. None before the first frame.
+        """
+        return None if self._score is None else self._score.copy()
+
+    def getBackgroundImage(self) -> np.ndarray | None:
+        """Coefficient-weighted mean of each pixel's samples: (H, W) grey or (H, W, 3) BGR uint8."""
+        if self.samples_ is None:
+            return None
+        H, W = self.frame_shape_
+        out = np.zeros((H, W, self.channels_), dtype=np.uint8)
+        fk.background_image(self.samples_, self.coef_, self.ring_, out)
+        return out[:, :, 0] if self.channels_ == 1 else out
+
+    def getRawMask(self) -> np.ndarray | None:
+        """uint8 (H, W) mask of the last frame before post-processing (``score > 0``)."""
+        return None if self._score is None else self._rawmask.copy()
+
+    # subclass hooks
+    def _update(self, img: np.ndarray, mask: np.ndarray, p_bg: int, p_fg: int) -> int:
+        raise NotImplementedError
+
+    def _decay(self) -> float:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        changed = {k: v for k, v in self.params.items()
+                   if v != next(p.default for p in self._SPECS if p.name == k)}
+        args = ", ".join(f"{k}={v!r}" for k, v in changed.items())
+        return f"{type(self).__name__}({args})"

@@ -1,0 +1,99 @@
+"""OLK_N background subtractor: one online kernel novelty detector per pixel.
+
+Each pixel learns ``f(x) = sum_i alpha_i k(x_i, x)`` over its own values in time
+with the OLK_N rule (Li et al. 2013, eq. 65-69; ``learners.steps.olk_n_update``):
+the old coefficients are divided by ``1 + r``, the new term gets
+``a / (1 + r)`` with ``a = clip(1 + r - f(x), nu, C)``. The Gaussian kernel
+``exp(-||x - y||^2 / width^2)`` over pixel values (0-255, one or three channels)
+is read from a table over integer squared distances.
+
+Score ``1 + rho - f(x)``; positive = novelty = foreground.
+"""
+
+from __future__ import annotations
+
+from bgsub.models import _frame_kernels as fk
+from bgsub.models.base import COMMON_PARAMS, PixelKernelSubtractor
+from bgsub.registry import AlgorithmInfo, ParamSpec, register
+from learners.steps import RHO_RULES, olk_decay
+
+__all__ = ["OLKNSubtractor", "createOLKN", "OLKN_PARAMS", "OLKN_PRESETS"]
+
+OLKN_PARAMS = (
+    ParamSpec("width", float, 10.0, "Gaussian kernel width p in k(x,y) = exp(-||x-y||^2/p^2)",
+              "pixel value 0-255", 0.5, 255.0),
+    ParamSpec("r", float, 0.001, "forgetting factor: old coefficients are divided by 1 + r every frame",
+              "per frame", 0.0, 1.0),
+    ParamSpec("nu", float, 0.1, "lower bound of the new term's multiplier a", "", 0.0, 10.0),
+    ParamSpec("C", float, 0.2, "upper bound of the new term's multiplier a (C > nu)", "", 1e-6, 10.0),
+    ParamSpec("rho_rule", str, "paper", "offset rule: 'paper' (eq. 69) or 'primal' (eq. 68, every step)", "",
+              choices=tuple(RHO_RULES)),
+) + COMMON_PARAMS
+
+#: Named parameter sets; "paper" is Li et al.'s setting with the unconditional update.
+OLKN_PRESETS = {
+    "paper": {"width": 10.0, "r": 0.001, "nu": 0.1, "C": 0.2, "budget": 20, "rho_rule": "paper",
+              "color": "bgr", "blur": 0.0, "update_prob": 1.0, "fg_update_prob": 1.0,
+              "median": 0, "open": 0, "close": 0, "min_area": 0},
+}
+
+
+class OLKNSubtractor(PixelKernelSubtractor):
+    """Per-pixel OLK_N novelty detection (OpenCV-style background subtractor).
+
+    Parameters
+    ----------
+    width : float
+        Kernel width ``p`` in pixel values (0-255 per channel).
+    r : float
+        Forgetting factor per frame.
+    nu, C : float
+        Bounds ``nu <= a <= C`` of the new term's multiplier.
+    rho_rule : {"paper", "primal"}
+        Offset update (eq. 69 or eq. 68).
+    budget, color, blur, update_prob, fg_update_prob, median, open, close, min_area, seed
+        See :data:`bgsub.models.base.COMMON_PARAMS` and ``docs/parameters.md``.
+
+    Attributes
+    ----------
+    See :class:`bgsub.models.base.PixelKernelSubtractor`.
+    """
+
+    _SPECS = OLKN_PARAMS
+    _score_offset = 1.0
+
+    def _check(self, values):
+        super()._check(values)
+        if not values["C"] > values["nu"]:
+            raise ValueError(f"C must be > nu, got C={values['C']} and nu={values['nu']}")
+
+    @property
+    def score_range(self) -> tuple[float, float]:
+        # f lies in [0, B*C] and rho in [0, B*C - 1], so 1 + rho - f is within
+        # [1 - B*C, B*C]; a symmetric range keeps 0 on a histogram bin edge.
+        R = max(self.params["budget"] * self.params["C"], 1.0) + 1.0
+        return (-R, R)
+
+    def _update(self, img, mask, p_bg, p_fg):
+        p = self.params
+        return fk.olkn_update_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_,
+                                    p["r"], p["nu"], p["C"], RHO_RULES[p["rho_rule"]], self._f, self._oldest,
+                                    mask, p_bg, p_fg, p["seed"], self.n_frames_)
+
+    def _decay(self) -> float:
+        return float(olk_decay(self.params["r"]))
+
+
+def createOLKN(preset: str | None = None, **params) -> OLKNSubtractor:
+    """Build an OLK_N subtractor; ``preset="paper"`` starts from the paper's setting."""
+    values = {}
+    if preset is not None:
+        if preset not in OLKN_PRESETS:
+            raise ValueError(f"unknown preset {preset!r} for olkn; presets: {', '.join(OLKN_PRESETS)}")
+        values.update(OLKN_PRESETS[preset])
+    values.update(params)
+    return OLKNSubtractor(**values)
+
+
+register(AlgorithmInfo(name="olkn", factory=createOLKN, params=OLKN_PARAMS,
+                       doc="per-pixel OLK_N online kernel novelty detection", presets=OLKN_PRESETS))
