@@ -278,7 +278,7 @@ class SyntheticScene:
         base += _smooth_noise(rng, n, w, 10.0, 1) * 10.0
         # Three wave trains: (kx, ky, omega) with a random phase field each.
         waves = []
-        for kx, ky, omega in ((0.05, 0.9, 0.55), (-0.12, 0.6, 0.37), (0.21, 0.35, 0.81)):
+        for kx, ky, omega in ((0.05, 0.9, 1.45), (-0.12, 0.6, 1.95), (0.21, 0.35, 2.65)):
             phase = _smooth_noise(rng, n, w, 25.0)[:, :, 0] * math.pi
             waves.append((np.float32(kx), np.float32(ky), np.float32(omega), phase))
         self._water = (base, xx, yy, waves)
@@ -433,13 +433,13 @@ class SyntheticScene:
             ph = tr["bottom"] - tr["top"]
             sway = 1.0 - tr["yy"] / ph  # the crown moves more than the bottom
             a = c.sway
-            dx = (a * math.sin(0.21 * t) + 0.45 * a * np.sin(0.53 * t + tr["phase"])) * sway
-            dy = 0.3 * a * np.sin(0.37 * t + tr["phase"]) * sway
+            dx = (a * math.sin(0.9 * t) + 0.45 * a * np.sin(1.7 * t + tr["phase"])) * sway
+            dy = 0.3 * a * np.sin(1.3 * t + tr["phase"]) * sway
             map_x = (tr["xx"] - dx).astype(np.float32)
             map_y = (tr["yy"] - dy).astype(np.float32)
             green = cv2.remap(tr["green"], map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
             alpha = cv2.remap(tr["alpha"], map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
-            flicker = 1.0 + 0.12 * np.sin(0.9 * t + 3.0 * tr["phase"])
+            flicker = 1.0 + 0.12 * np.sin(2.1 * t + 3.0 * tr["phase"])
             region = img[tr["top"]:tr["bottom"], tr["x0"]:]
             a = alpha[:, :, None]
             region[:] = region * (1 - a) + green * flicker[:, :, None] * a
@@ -462,8 +462,10 @@ class SyntheticScene:
                 _paste_max(shade, squashed, sx0, sy0)
             shade = cv2.GaussianBlur(shade, (0, 0), max(1.0, h / 160))
             shade *= self.ground_mask
+            # No faint tails: a pixel is either shadowed (label 50) or untouched.
+            shade[shade < 0.04] = 0.0
             img *= (1.0 - 0.5 * shade)[:, :, None]
-            labels[shade > 0.12] = LABEL_SHADOW
+            labels[shade > 0] = LABEL_SHADOW
         obj_alpha = np.zeros((h, w), np.float32)
         for obj, (x0, y0, alpha, color) in visible:
             ys, xs, ps = _clip_patch(x0, y0, alpha.shape, w, h)
@@ -473,7 +475,7 @@ class SyntheticScene:
             img[ys, xs] = img[ys, xs] * (1 - a) + color[ps] * a
             obj_alpha[ys, xs] = np.maximum(obj_alpha[ys, xs], alpha[ps])
         labels[obj_alpha >= 0.95] = LABEL_MOTION
-        rim = (obj_alpha > 0.05) & (obj_alpha < 0.95)
+        rim = (obj_alpha > 0) & (obj_alpha < 0.95)
         labels[rim] = LABEL_UNKNOWN
         # Global illumination, then sensor noise.
         img *= self.illumination(t)
