@@ -1,0 +1,215 @@
+"""``bgsub-gui``: the desktop app.
+
+Usage::
+
+    bgsub-gui [SOURCE] [--algo NAME] [--set KEY=VALUE ...] [--threshold T]
+    bgsub-gui SOURCE --frames N --screenshot FILE.png     # headless, then exit
+
+SOURCE is a camera index (``0``), a video file, a folder of images, a
+CDnet-layout sequence folder, or ``sample`` (the bundled sample with ground
+truth; also what opens when SOURCE is left out).
+
+With ``--screenshot`` the app runs offscreen (``QT_QPA_PLATFORM=offscreen``
+unless set otherwise), processes ``--frames`` frames, saves a picture of the
+whole window and exits: 0 when the picture was written and the source played,
+1 when the source could not be opened (the picture then shows the error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+__all__ = ["main", "build_parser"]
+
+SAMPLE = "sample"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="bgsub-gui",
+        description="Background subtraction, live: input frame, foreground mask and score map "
+        "next to ROC metrics, on a camera, a video file or a sequence folder.",
+    )
+    p.add_argument(
+        "source",
+        nargs="?",
+        default=SAMPLE,
+        metavar="SOURCE",
+        help="camera index, video file, image folder, CDnet-layout folder, or 'sample' "
+        "(the bundled sample with ground truth; the default)",
+    )
+    p.add_argument("--algo", default=None, help="algorithm (default: olkn when available)")
+    p.add_argument(
+        "--set",
+        dest="assignments",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a parameter of the algorithm (repeatable)",
+    )
+    p.add_argument("--threshold", type=float, default=0.0, help="score threshold of the mask (default 0)")
+    p.add_argument("--paused", action="store_true", help="open the source without starting to play")
+    p.add_argument("--frames", type=int, default=None, metavar="N", help="pause after N frames")
+    p.add_argument(
+        "--screenshot",
+        type=Path,
+        default=None,
+        metavar="FILE.png",
+        help="process --frames frames (default 100) offscreen, save a picture of the window, exit",
+    )
+    p.add_argument("--size", default="1400x880", metavar="WxH", help="window size (default 1400x880)")
+    p.add_argument("--save-masks", type=Path, default=None, metavar="DIR", help="write masks as bin%%06d.png")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="with --screenshot: give up after S seconds (default 300)",
+    )
+    return p
+
+
+def _parse_size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"--size takes WIDTHxHEIGHT, e.g. 1400x880; got {text!r}") from None
+    if w < 200 or h < 200:
+        raise ValueError(f"--size must be at least 200x200, got {text!r}")
+    return w, h
+
+
+def _source_spec(text: str):
+    if text == SAMPLE:
+        return SAMPLE
+    return int(text) if text.isdigit() else text
+
+
+def _save_png(widget, path: Path) -> None:
+    """Grab ``widget`` and write it to ``path`` as PNG (temporary file, then rename)."""
+    path = path.expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pixmap = widget.grab()
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}", suffix=".png", dir=path.parent)
+    os.close(fd)
+    try:
+        if not pixmap.save(tmp, "PNG"):
+            raise OSError(f"cannot write the screenshot {path}")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the app; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        size = _parse_size(args.size)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.frames is not None and args.frames < 1:
+        parser.error(f"--frames must be >= 1, got {args.frames}")
+    headless = args.screenshot is not None
+    if headless:
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+        if args.frames is None:
+            args.frames = 100
+
+    # Qt is imported only now, after QT_QPA_PLATFORM is settled.
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from bgsub import registry
+    from gui.main_window import MainWindow
+    from gui.model import Session
+    from gui.qt_check import QtBindingError, check_qt_binding
+
+    try:
+        check_qt_binding()
+    except QtBindingError as exc:
+        print(f"bgsub-gui: {exc}", file=sys.stderr)
+        return 2
+
+    try:
+        algo = args.algo
+        if algo is not None and algo not in registry.algorithms():
+            raise ValueError(f"unknown algorithm {algo!r}; choose one of {', '.join(registry.algorithms())}")
+        session = Session(algo=algo, threshold=args.threshold)
+        params = registry.parse_assignments(session.algo, args.assignments)
+        if params:
+            session.set_algorithm(session.algo, params)
+    except ValueError as exc:
+        parser.error(str(exc))
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("bgsub-gui")
+    app.setOrganizationName("olk-bgsub")
+    window = MainWindow(session)
+    window.resize(*size)
+    window.show()
+    if args.save_masks is not None:
+        window.set_save_folder(args.save_masks)
+    if args.frames is not None:
+        window.controller.set_frame_limit(args.frames)
+
+    outcome = {"code": 0}
+    if headless:
+        worker = window.controller.worker
+
+        def finish(code: int) -> None:
+            if outcome.get("done"):
+                return
+            outcome["done"] = True
+            outcome["code"] = code
+            # Let the last result and the layout reach the screen before grabbing.
+            QTimer.singleShot(300, take)
+
+        def take() -> None:
+            window._on_result_ready()
+            app.processEvents()
+            try:
+                _save_png(window, args.screenshot)
+                print(f"screenshot of {window.source_info.name if window.source_info else 'the window'} "
+                      f"after {window.last_result.processed if window.last_result else 0} frames: "
+                      f"{args.screenshot}")
+            except OSError as exc:
+                print(f"bgsub-gui: {exc}", file=sys.stderr)
+                outcome["code"] = 1
+            window.close()
+
+        def on_error(message: str) -> None:
+            print(f"bgsub-gui: {message}", file=sys.stderr)
+            if window.source_info is None or window.state == "failed":
+                finish(1)
+
+        worker.frameLimitReached.connect(lambda n: finish(0))
+        worker.error.connect(on_error)
+        worker.stateChanged.connect(lambda s: finish(0) if s == "ended" else None)
+        QTimer.singleShot(int(args.timeout * 1000), lambda: (print(
+            f"bgsub-gui: gave up after {args.timeout:g} s", file=sys.stderr), finish(1)))
+
+    if args.source == SAMPLE:
+        window.open_sample()
+        if window.last_error and headless:
+            print(f"bgsub-gui: {window.last_error}", file=sys.stderr)
+            outcome["code"] = 1
+            outcome["done"] = True
+            QTimer.singleShot(300, lambda: (_save_png(window, args.screenshot), window.close()))
+    else:
+        window.open_source(_source_spec(args.source))
+    if not args.paused or headless:
+        window.play()
+    code = app.exec()
+    window.shutdown()
+    return outcome["code"] if headless else code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,449 @@
+"""The main window: views on top, metrics below, controls on the left.
+
+The window is given a :class:`gui.model.Session` (Qt-free) and runs it through a
+:class:`gui.worker.SessionController`; it never processes frames itself. All
+views are updated from the worker's signals.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QScrollArea,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gui.model import FrameResult, ParamChange, Session, SourceInfo
+from gui.panels import ControlPanel, MetricsPanel
+from gui.views import FrameViews
+from gui.worker import PlayState, SessionController
+
+__all__ = ["MainWindow", "RecentSources", "VIDEO_FILTER"]
+
+VIDEO_FILTER = "Videos (*.mp4 *.avi *.mkv *.mov *.m4v *.webm *.mpg *.mpeg *.wmv);;All files (*)"
+
+
+class RecentSources:
+    """The most recently opened sources, newest first, kept in QSettings.
+
+    Parameters
+    ----------
+    settings : QSettings
+    key : str
+    limit : int
+        How many are kept.
+    """
+
+    def __init__(self, settings: QSettings, key: str = "recentSources", limit: int = 8) -> None:
+        self.settings = settings
+        self.key = key
+        self.limit = limit
+
+    def items(self) -> list[str]:
+        value = self.settings.value(self.key, [])
+        if isinstance(value, str):  # QSettings returns a lone item as a string
+            value = [value]
+        return [str(v) for v in (value or []) if str(v)]
+
+    def add(self, spec: str) -> None:
+        items = [spec] + [s for s in self.items() if s != spec]
+        self.settings.setValue(self.key, items[: self.limit])
+        self.settings.sync()
+
+    def clear(self) -> None:
+        self.settings.remove(self.key)
+        self.settings.sync()
+
+
+class MainWindow(QMainWindow):
+    """The background-subtraction window.
+
+    Parameters
+    ----------
+    session : Session
+        The model; handed to the worker thread.
+    settings : QSettings or None
+        Where recent sources are kept (default: the app's user settings).
+    camera_lister : callable or None
+        ``() -> list[int]``, the camera indices that open; default
+        :func:`bgsub.sources.list_cameras`.
+    sample_locator : callable or None
+        ``() -> Path`` of the bundled sample; default
+        :func:`bgsub.sample.sample_sequence`.
+
+    Signals
+    -------
+    resultShown(object)
+        A :class:`FrameResult` was drawn.
+    """
+
+    resultShown = Signal(object)
+
+    def __init__(
+        self,
+        session: Session,
+        settings: QSettings | None = None,
+        camera_lister=None,
+        sample_locator=None,
+    ) -> None:
+        super().__init__()
+        self.setWindowTitle("bgsub — background subtraction")
+        self.setAcceptDrops(True)
+        self.settings = settings if settings is not None else QSettings("olk-bgsub", "bgsub-gui")
+        self.recent = RecentSources(self.settings)
+        self._camera_lister = camera_lister
+        self._sample_locator = sample_locator
+        self.source_info: SourceInfo | None = None
+        self.last_result: FrameResult | None = None
+        self.last_error: str | None = None
+        self.state = PlayState.IDLE
+        self._closed = False
+
+        self.controller = SessionController(session, self)
+        worker = self.controller.worker
+        worker.resultReady.connect(self._on_result_ready)
+        worker.sourceOpened.connect(self._on_source_opened)
+        worker.modelReset.connect(self._on_model_reset)
+        worker.paramChanged.connect(self._on_param_changed)
+        worker.paramRejected.connect(self.controls_show_param)
+        worker.algorithmRejected.connect(lambda algo, params: self.controls.show_algorithm(algo, params))
+        worker.stateChanged.connect(self._on_state)
+        worker.error.connect(self.show_error)
+        worker.info.connect(self.show_message)
+
+        self.views = FrameViews()
+        self.metrics = MetricsPanel()
+        self.controls = ControlPanel()
+        self.controls.show_algorithm(session.algo, session.params)
+        self.controls.set_score_range(*session.score_range)
+        self.controls.set_threshold(session.threshold)
+
+        self.error_banner = QLabel("")
+        self.error_banner.setObjectName("errorBanner")
+        self.error_banner.setWordWrap(True)
+        self.error_banner.setStyleSheet(
+            "background: #fde2e1; color: #8a1111; border: 1px solid #e0a0a0; padding: 4px;"
+        )
+        self.error_banner.hide()
+
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(self.views)
+        right.addWidget(self.metrics)
+        right.setStretchFactor(0, 3)
+        right.setStretchFactor(1, 2)
+        scroll = QScrollArea()
+        scroll.setWidget(self.controls)
+        scroll.setWidgetResizable(True)
+        scroll.setMinimumWidth(300)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        main = QSplitter(Qt.Orientation.Horizontal)
+        main.addWidget(scroll)
+        main.addWidget(right)
+        main.setStretchFactor(1, 1)
+        central = QWidget()
+        box = QVBoxLayout(central)
+        box.setContentsMargins(4, 4, 4, 4)
+        box.addWidget(self.error_banner)
+        box.addWidget(main, 1)
+        self.setCentralWidget(central)
+
+        self._build_actions()
+        self._wire_controls()
+        self.statusBar().showMessage("Open a video, a folder, a camera or the bundled sample (File menu).")
+        self.resize(1400, 880)
+
+    # ------------------------------------------------------------------ setup
+
+    def _action(self, text: str, slot, shortcut=None, checkable: bool = False) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        action.setCheckable(checkable)
+        action.triggered.connect(slot)
+        self.addAction(action)
+        return action
+
+    def _build_actions(self) -> None:
+        self.open_file_action = self._action("Open &video file…", self.choose_file, QKeySequence.StandardKey.Open)
+        self.open_folder_action = self._action("Open &folder (images or CDnet)…", self.choose_folder, "Ctrl+Shift+O")
+        self.open_sample_action = self._action("Open bundled &sample", self.open_sample, "Ctrl+B")
+        self.save_action = self._action("Save &masks to a folder…", self._toggle_save, "Ctrl+S", checkable=True)
+        self.quit_action = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit)
+        self.play_action = self._action("&Play / pause", self.toggle_play, "Space")
+        self.step_action = self._action("&Step one frame", self.controller.step, "Right")
+        self.restart_action = self._action("&Restart", self.controller.restart, "R")
+        self.overlay_action = self._action("Mask &overlay", self._set_overlay, "O", checkable=True)
+        self.threshold_zero_action = self._action("Threshold to &0", lambda: self._set_threshold(0.0), "0")
+
+        menu = self.menuBar().addMenu("&File")
+        menu.addAction(self.open_file_action)
+        menu.addAction(self.open_folder_action)
+        self.camera_menu = QMenu("Open &camera", self)
+        self.camera_menu.aboutToShow.connect(self._fill_camera_menu)
+        menu.addMenu(self.camera_menu)
+        menu.addAction(self.open_sample_action)
+        self.recent_menu = QMenu("&Recent sources", self)
+        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        menu.addMenu(self.recent_menu)
+        menu.addSeparator()
+        menu.addAction(self.save_action)
+        menu.addSeparator()
+        menu.addAction(self.quit_action)
+
+        menu = self.menuBar().addMenu("&Playback")
+        for a in (self.play_action, self.step_action, self.restart_action):
+            menu.addAction(a)
+        menu = self.menuBar().addMenu("&View")
+        menu.addAction(self.overlay_action)
+        menu.addAction(self.threshold_zero_action)
+
+    def _wire_controls(self) -> None:
+        c = self.controls
+        c.open_button.clicked.connect(self._open_menu)
+        c.play_button.clicked.connect(lambda checked: self.controller.play() if checked else self.controller.pause())
+        c.step_button.clicked.connect(self.controller.step)
+        c.restart_button.clicked.connect(self.controller.restart)
+        c.algorithmChosen.connect(self.set_algorithm)
+        c.paramEdited.connect(self.controller.set_param)
+        c.thresholdChanged.connect(self._set_threshold)
+        c.overlayToggled.connect(self._set_overlay)
+        c.realtimeToggled.connect(self.controller.set_realtime)
+        c.saveToggled.connect(self._toggle_save)
+
+    def _open_menu(self) -> None:
+        menu = QMenu(self)
+        menu.addAction(self.open_file_action)
+        menu.addAction(self.open_folder_action)
+        menu.addMenu(self.camera_menu)
+        menu.addAction(self.open_sample_action)
+        menu.addMenu(self.recent_menu)
+        menu.popup(self.controls.open_button.mapToGlobal(self.controls.open_button.rect().bottomLeft()))
+
+    # ------------------------------------------------------------------ sources
+
+    def open_source(self, spec: Any) -> None:
+        """Open a camera index, a video file, an image folder or a CDnet folder."""
+        if isinstance(spec, os.PathLike):
+            spec = os.fspath(spec)
+        self.clear_error()
+        self.statusBar().showMessage(f"opening {spec}…")
+        self.controller.open_source(spec)
+
+    def open_sample(self) -> None:
+        """Open the bundled CDnet-layout sample (it has ground truth)."""
+        try:
+            locator = self._sample_locator
+            if locator is None:
+                from bgsub.sample import sample_sequence as locator
+            path = locator()
+        except Exception as exc:
+            self.show_error(f"cannot find the bundled sample: {exc}")
+            return
+        self.open_source(str(path))
+
+    def choose_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open a video file", self._last_dir(), VIDEO_FILTER)
+        if path:
+            self.open_source(path)
+
+    def choose_folder(self) -> None:
+        path = QFileDialog.getExistingDirectory(
+            self, "Open a folder of images or a CDnet sequence (with input/)", self._last_dir()
+        )
+        if path:
+            self.open_source(path)
+
+    def _last_dir(self) -> str:
+        for spec in self.recent.items():
+            p = Path(spec)
+            if p.exists():
+                return str(p.parent if p.is_file() else p)
+        return str(Path.home())
+
+    def _fill_camera_menu(self) -> None:
+        self.camera_menu.clear()
+        lister = self._camera_lister
+        try:
+            if lister is None:
+                from bgsub.sources import list_cameras as lister
+            cameras = list(lister())
+        except Exception as exc:
+            cameras = []
+            self.show_error(f"cannot list cameras: {exc}")
+        if not cameras:
+            action = self.camera_menu.addAction("No camera found (tried indices 0–7)")
+            action.setEnabled(False)
+            return
+        for index in cameras:
+            self.camera_menu.addAction(f"Camera {index}", lambda i=index: self.open_source(i))
+
+    def camera_menu_entries(self) -> list[str]:
+        """Texts of the camera menu (filled the way opening the menu fills it)."""
+        self._fill_camera_menu()
+        return [a.text() for a in self.camera_menu.actions()]
+
+    def _fill_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        items = self.recent.items()
+        if not items:
+            self.recent_menu.addAction("(none yet)").setEnabled(False)
+            return
+        for spec in items:
+            self.recent_menu.addAction(spec, lambda s=spec: self.open_source(s))
+        self.recent_menu.addSeparator()
+        self.recent_menu.addAction("Clear list", self.recent.clear)
+
+    # drag and drop ------------------------------------------------------------
+
+    def dragEnterEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        if event.mimeData().hasUrls() and any(u.isLocalFile() for u in event.mimeData().urls()):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dropEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        for url in event.mimeData().urls():
+            if url.isLocalFile():
+                self.open_source(url.toLocalFile())
+                event.acceptProposedAction()
+                return
+        event.ignore()
+
+    # ------------------------------------------------------------------ requests
+
+    def play(self) -> None:
+        self.controller.play()
+
+    def pause(self) -> None:
+        self.controller.pause()
+
+    def toggle_play(self) -> None:
+        if self.state == PlayState.PLAYING:
+            self.controller.pause()
+        else:
+            self.controller.play()
+
+    def set_algorithm(self, algo: str, params: dict | None = None) -> None:
+        self.controls.show_algorithm(algo, params)
+        self.controller.set_algorithm(algo, params)
+
+    def set_param(self, name: str, value: Any) -> None:
+        """Change a parameter as if typed in its widget."""
+        self.controls.params.set_value(name, value)
+        self.controller.set_param(name, value)
+
+    def _set_threshold(self, value: float) -> None:
+        self.controls.set_threshold(value)
+        self.controller.set_threshold(value)
+        self.statusBar().showMessage(f"threshold {value:g}: F, recall, precision count again from the next frame")
+
+    def _set_overlay(self, enabled: bool) -> None:
+        for w in (self.overlay_action, self.controls.overlay_check):
+            w.blockSignals(True)
+            w.setChecked(bool(enabled))
+            w.blockSignals(False)
+        self.views.set_overlay(enabled)
+
+    def _toggle_save(self, enabled: bool) -> None:
+        folder = None
+        if enabled:
+            folder = QFileDialog.getExistingDirectory(self, "Save masks (bin%06d.png) into", self._last_dir())
+            folder = folder or None
+        self.set_save_folder(folder)
+
+    def set_save_folder(self, folder: str | os.PathLike | None) -> None:
+        """Write masks into ``folder`` from the next frame on (None stops)."""
+        folder = os.fspath(folder) if folder is not None else None
+        self.controller.set_save_folder(folder)
+        self.controls.set_saving(folder)
+        self.save_action.blockSignals(True)
+        self.save_action.setChecked(folder is not None)
+        self.save_action.blockSignals(False)
+
+    # ------------------------------------------------------------------ worker signals
+
+    def _on_result_ready(self) -> None:
+        result = self.controller.take_result()
+        if result is None:
+            return
+        self.last_result = result
+        self.views.show_result(result)
+        self.metrics.show_result(result)
+        self.resultShown.emit(result)
+
+    def _on_source_opened(self, info: SourceInfo) -> None:
+        self.source_info = info
+        self.clear_error()
+        self.recent.add(info.spec)
+        details = [info.kind]
+        if info.frame_count:
+            details.append(f"{info.frame_count} frames")
+        if info.fps:
+            details.append(f"{info.fps:g} fps")
+        details.append("ground truth" if info.has_groundtruth else "no ground truth")
+        self.controls.source_label.setText(f"<b>{info.name}</b><br>{', '.join(details)}")
+        self.controls.source_label.setToolTip(info.spec)
+        self.setWindowTitle(f"bgsub — {info.name}")
+        self.statusBar().showMessage(f"opened {info.spec}")
+
+    def _on_model_reset(self, reason: str, score_range: tuple[float, float]) -> None:
+        self.views.clear()
+        self.metrics.reset(self.source_info)
+        self.controls.set_score_range(*score_range)
+        self.statusBar().showMessage(reason)
+
+    def _on_param_changed(self, change: ParamChange) -> None:
+        self.controls.params.set_value(change.name, change.value)
+        self.controls.set_score_range(*change.score_range)
+        if change.live:
+            self.statusBar().showMessage(change.message)
+
+    def controls_show_param(self, name: str, value: Any) -> None:
+        """Show ``value`` in parameter ``name``'s widget (after a rejected change)."""
+        self.controls.params.set_value(name, value)
+
+    def _on_state(self, state: str) -> None:
+        self.state = state
+        self.controls.set_playing(state == PlayState.PLAYING)
+        if state == PlayState.ENDED:
+            self.statusBar().showMessage("end of the source: Restart (R) to play it again")
+
+    def show_error(self, message: str) -> None:
+        """Show ``message`` in the window (banner and status bar)."""
+        self.last_error = message
+        self.error_banner.setText(message)
+        self.error_banner.show()
+        self.statusBar().showMessage(message)
+
+    def clear_error(self) -> None:
+        self.last_error = None
+        self.error_banner.hide()
+        self.error_banner.setText("")
+
+    def show_message(self, message: str) -> None:
+        self.statusBar().showMessage(message)
+
+    # ------------------------------------------------------------------ closing
+
+    def closeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        self.shutdown()
+        super().closeEvent(event)
+
+    def shutdown(self) -> bool:
+        """Stop the worker thread and close the source; True when it stopped."""
+        if self._closed:
+            return True
+        self._closed = True
+        return self.controller.stop()

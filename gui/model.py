@@ -1,0 +1,642 @@
+"""The app's session, free of Qt: a frame source, a subtractor and running metrics.
+
+A :class:`Session` owns one open :class:`bgsub.sources.FrameSource`, one
+subtractor built by :func:`bgsub.registry.create` and, when the source has CDnet
+ground truth, the running confusion counts and a streaming ROC curve. It turns
+one frame into one immutable :class:`FrameResult` that the views draw. The Qt
+worker (:mod:`gui.worker`) drives it from its own thread; tests drive it directly.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import cv2
+import numpy as np
+
+from bgsub import registry
+from bgsub.metrics import ConfusionCounts, StreamingROC, frame_counts
+from bgsub.sources import SourceError, open_source
+
+__all__ = [
+    "ParamChange",
+    "RocSnapshot",
+    "FrameResult",
+    "SourceInfo",
+    "LatestFrameReader",
+    "MaskSaver",
+    "Session",
+    "default_algorithm",
+]
+
+#: Algorithm picked when none is asked for: the paper's OLK_N when registered.
+PREFERRED_ALGORITHMS = ("olkn", "norma", "knn", "mog2")
+
+
+def default_algorithm() -> str:
+    """The first of ``olkn, norma, knn, mog2`` that is registered."""
+    names = registry.algorithms()
+    for name in PREFERRED_ALGORITHMS:
+        if name in names:
+            return name
+    if not names:
+        raise RuntimeError("no background subtractor is registered")
+    return names[0]
+
+
+@dataclass(frozen=True)
+class ParamChange:
+    """What a parameter change did.
+
+    Attributes
+    ----------
+    name : str
+        The parameter.
+    value : Any
+        Its new, checked value.
+    live : bool
+        True when it was applied to the running model; False when the model was
+        rebuilt (its learned background is lost).
+    message : str
+        One line for the status bar.
+    score_range : tuple of float
+        ``(low, high)`` of the score map afterwards (it may depend on parameters).
+    """
+
+    name: str
+    value: Any
+    live: bool
+    message: str
+    score_range: tuple[float, float] = (-1.0, 1.0)
+
+
+@dataclass(frozen=True)
+class RocSnapshot:
+    """The ROC curve accumulated so far.
+
+    Attributes
+    ----------
+    fpr, tpr : ndarray of float, shape (n_points,)
+        False- and true-positive rates, one point per score threshold.
+    auc : float
+        Area under the curve, in [0, 1].
+    operating_point : tuple of float
+        ``(fpr, tpr)`` at the current threshold.
+    threshold : float
+        The current threshold (score units).
+    """
+
+    fpr: np.ndarray
+    tpr: np.ndarray
+    auc: float
+    operating_point: tuple[float, float]
+    threshold: float
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """What the window shows about the open source.
+
+    Attributes
+    ----------
+    spec : str
+        What was opened (path or camera index), as given.
+    name, kind : str
+        The source's name and kind (``camera``, ``video``, ``images``, ``cdnet``).
+    is_live : bool
+        True for a camera: frames are dropped rather than queued.
+    fps : float or None
+        Nominal frame rate of the source.
+    frame_count : int or None
+        Number of frames when known.
+    has_groundtruth : bool
+        True when frames come with CDnet ground truth (ROC and F are computed).
+    temporal_roi : tuple of int or None
+        ``(first, last)`` scored frames of a CDnet sequence.
+    """
+
+    spec: str
+    name: str
+    kind: str
+    is_live: bool
+    fps: float | None
+    frame_count: int | None
+    has_groundtruth: bool
+    temporal_roi: tuple[int, int] | None
+
+
+@dataclass(frozen=True)
+class FrameResult:
+    """One processed frame, ready to draw.
+
+    Attributes
+    ----------
+    index : int
+        1-based frame number in the source.
+    processed : int
+        Frames processed since the model was (re)built.
+    image : ndarray of uint8, shape (H, W, 3)
+        The input frame, BGR.
+    mask : ndarray of uint8, shape (H, W)
+        Foreground mask at the current threshold: 0 background, 255 foreground.
+    score : ndarray of float32, shape (H, W), or None
+        The subtractor's score map (positive = foreground), when it has one.
+    score_range : tuple of float
+        ``(low, high)`` of the score map.
+    threshold : float
+        Score threshold that made ``mask`` (0: the subtractor's own mask).
+    foreground_fraction : float
+        Fraction of pixels in ``mask`` that are foreground.
+    fps : float
+        Frames processed per second (smoothed over the last frames).
+    dropped : int
+        Camera frames dropped so far because processing was slower than the camera.
+    scored : bool
+        True when this frame had ground truth inside the temporal ROI.
+    counts : ConfusionCounts or None
+        Confusion counts summed over the scored frames since the threshold or the
+        model last changed; None without ground truth.
+    metrics : dict or None
+        ``counts.metrics()`` (recall, precision, F, PWC, ...); None without counts.
+    scored_frames : int
+        Number of frames summed in ``counts``.
+    roc : RocSnapshot or None
+        The ROC curve so far; None until scored pixels of both classes (motion
+        and background) were seen.
+    """
+
+    index: int
+    processed: int
+    image: np.ndarray
+    mask: np.ndarray
+    score: np.ndarray | None
+    score_range: tuple[float, float]
+    threshold: float
+    foreground_fraction: float
+    fps: float
+    dropped: int
+    scored: bool
+    counts: ConfusionCounts | None
+    metrics: dict | None
+    scored_frames: int
+    roc: RocSnapshot | None
+
+
+class LatestFrameReader:
+    """Read a live source on its own thread and keep only the newest frame.
+
+    A camera delivers frames at its own pace; when the subtractor is slower, a
+    plain read loop would fall further and further behind. This reader drains the
+    camera continuously and :meth:`get` returns the newest frame, counting the
+    ones nobody took in :attr:`dropped`.
+
+    Parameters
+    ----------
+    frames : iterator of Frame
+        The live source's frames.
+    """
+
+    def __init__(self, frames: Iterator) -> None:
+        self._frames = frames
+        self._lock = threading.Condition()
+        self._latest = None
+        self._done = False
+        self._error: BaseException | None = None
+        self._stop = threading.Event()
+        #: Frames read but replaced by a newer one before anyone took them.
+        self.dropped = 0
+        self._thread = threading.Thread(target=self._run, name="bgsub-gui-camera", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for frame in self._frames:
+                with self._lock:
+                    if self._latest is not None:
+                        self.dropped += 1
+                    self._latest = frame
+                    self._lock.notify_all()
+                if self._stop.is_set():
+                    break
+        except BaseException as exc:  # reported to the reader's caller by get()
+            with self._lock:
+                self._error = exc
+        finally:
+            with self._lock:
+                self._done = True
+                self._lock.notify_all()
+
+    def get(self, timeout: float = 1.0):
+        """The newest unread frame; None when none came within ``timeout`` seconds.
+
+        Raises
+        ------
+        StopIteration
+            When the source ended and every frame was taken.
+        Exception
+            Whatever the source raised while reading (e.g. the camera was unplugged).
+        """
+        with self._lock:
+            if self._latest is None and not self._done:
+                self._lock.wait(timeout)
+            frame, self._latest = self._latest, None
+            if frame is not None:
+                return frame
+            if self._error is not None:
+                error, self._error = self._error, None
+                raise error
+            if self._done:
+                raise StopIteration
+            return None
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Ask the reading thread to end and wait up to ``timeout`` seconds for it."""
+        self._stop.set()
+        self._thread.join(timeout)
+
+
+class MaskSaver:
+    """Write masks as ``bin%06d.png`` (CDnet naming) into a folder.
+
+    Each file is written under a temporary name and renamed, so a reader never
+    sees half a PNG.
+
+    Parameters
+    ----------
+    folder : path
+        Created when missing.
+    """
+
+    def __init__(self, folder: str | os.PathLike) -> None:
+        self.folder = Path(folder)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OSError(f"cannot create the mask folder {self.folder}: {exc.strerror or exc}") from None
+        if not os.access(self.folder, os.W_OK):
+            raise OSError(f"cannot write masks into {self.folder}: permission denied")
+        #: Number of masks written.
+        self.written = 0
+
+    def save(self, index: int, mask: np.ndarray) -> Path:
+        """Write ``mask`` as ``bin{index:06d}.png``; return its path."""
+        target = self.folder / f"bin{index:06d}.png"
+        ok, data = cv2.imencode(".png", mask)
+        if not ok:
+            raise OSError(f"cannot encode mask {index} as PNG")
+        fd, tmp = tempfile.mkstemp(prefix=".bin", suffix=".png.tmp", dir=self.folder)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data.tobytes())
+            os.replace(tmp, target)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        self.written += 1
+        return target
+
+
+def _describe_change(spec: registry.ParamSpec, value: Any, live: bool) -> str:
+    unit = f" {spec.unit}" if spec.unit else ""
+    shown = f"{value:g}" if isinstance(value, float) else str(value)
+    if live:
+        return f"{spec.name} = {shown}{unit} (applied to the running model)"
+    return f"{spec.name} = {shown}{unit}: the model was reset (this parameter cannot change while running)"
+
+
+class Session:
+    """One source, one subtractor, the running metrics.
+
+    Not thread-safe: one thread (the GUI's worker, or a test) calls its methods.
+
+    Parameters
+    ----------
+    algo : str or None
+        Registered algorithm name (:func:`bgsub.registry.algorithms`); None picks
+        :func:`default_algorithm`.
+    params : dict or None
+        Parameters for ``algo``; the others take their defaults.
+    threshold : float
+        Score threshold of the mask; 0 is the subtractor's own decision.
+    source_opener : callable
+        ``open_source(spec) -> FrameSource``; :func:`bgsub.sources.open_source`.
+    clock : callable
+        Monotonic seconds, for the frame rate.
+
+    Attributes
+    ----------
+    algo : str
+        The algorithm in use.
+    params : dict
+        Every parameter of ``algo`` with its current value.
+    subtractor : object
+        The subtractor (rebuilt by :meth:`reset_model`).
+    source : FrameSource or None
+        The open source.
+    info : SourceInfo or None
+        Description of ``source``.
+    threshold : float
+        Current score threshold.
+    processed : int
+        Frames processed since the model was built.
+    """
+
+    def __init__(
+        self,
+        algo: str | None = None,
+        params: dict[str, Any] | None = None,
+        threshold: float = 0.0,
+        source_opener: Callable[..., Any] = open_source,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self._open = source_opener
+        self._clock = clock
+        self.source = None
+        self.info: SourceInfo | None = None
+        self._frames: Iterator | None = None
+        self._reader: LatestFrameReader | None = None
+        self._saver: MaskSaver | None = None
+        self.algo = algo or default_algorithm()
+        self.params = registry.default_params(self.algo)
+        self.params.update(registry.validate_params(self.algo, dict(params or {})))
+        self.threshold = self._check_threshold(threshold)
+        self.subtractor = None
+        self.reset_model()
+
+    # ------------------------------------------------------------------ source
+
+    def open(self, spec: str | int | os.PathLike) -> SourceInfo:
+        """Open a camera index, video file, image folder or CDnet folder.
+
+        The previous source is closed, the model reset. Raises
+        :class:`bgsub.sources.SourceError` (with a message for the user) when the
+        source cannot be opened; the previous source is then already closed.
+        """
+        self.close()
+        if isinstance(spec, os.PathLike):
+            spec = os.fspath(spec)
+        source = self._open(spec)
+        seq = getattr(source, "sequence", None)
+        has_gt = bool(seq is not None and seq.has_groundtruth and seq.temporal_roi[1] >= seq.temporal_roi[0])
+        self.source = source
+        self.info = SourceInfo(
+            spec=str(spec),
+            name=str(getattr(source, "name", spec)),
+            kind=str(getattr(source, "kind", "")),
+            is_live=bool(getattr(source, "is_live", False)),
+            fps=getattr(source, "fps", None),
+            frame_count=getattr(source, "frame_count", None),
+            has_groundtruth=has_gt,
+            temporal_roi=tuple(seq.temporal_roi) if has_gt else None,
+        )
+        self._start_reading()
+        self.reset_model()
+        return self.info
+
+    def _start_reading(self) -> None:
+        self._frames = iter(self.source)
+        if self.info is not None and self.info.is_live:
+            self._reader = LatestFrameReader(self._frames)
+
+    def close(self) -> None:
+        """Close the source (if any); the model and metrics stay."""
+        if self._reader is not None:
+            self._reader.stop(timeout=0.0)
+        if self.source is not None:
+            try:
+                self.source.close()
+            finally:
+                self.source = None
+                self._frames = None
+                if self._reader is not None:
+                    self._reader.stop(timeout=2.0)
+                    self._reader = None
+
+    def restart(self) -> None:
+        """Go back to the first frame (files and folders) with a fresh model.
+
+        A camera cannot rewind: only the model and metrics are reset.
+        """
+        if self.info is not None and self.source is not None and not self.info.is_live:
+            spec = self.info.spec
+            self.close()
+            source = self._open(spec)
+            self.source = source
+            self._start_reading()
+        self.reset_model()
+
+    # ------------------------------------------------------------------ model
+
+    def reset_model(self) -> None:
+        """Rebuild the subtractor from :attr:`params`; clear metrics and rate."""
+        self._install(registry.create(self.algo, **self.params))
+
+    def _install(self, subtractor) -> None:
+        self.subtractor = subtractor
+        self.processed = 0
+        self._fps = 0.0
+        self._last_time: float | None = None
+        self._roc: StreamingROC | None = None
+        self._reset_counts()
+
+    def _reset_counts(self) -> None:
+        self._counts: ConfusionCounts | None = None
+        self._scored_frames = 0
+
+    def set_algorithm(self, algo: str, params: dict[str, Any] | None = None) -> None:
+        """Switch to ``algo`` (its defaults, updated by ``params``); resets the model.
+
+        Raises ValueError (and changes nothing) for an unknown algorithm or a bad value.
+        """
+        values = registry.default_params(algo)
+        values.update(registry.validate_params(algo, dict(params or {})))
+        subtractor = registry.create(algo, **values)
+        self.algo = algo
+        self.params = values
+        self._install(subtractor)
+
+    def set_param(self, name: str, value: Any) -> ParamChange:
+        """Change one parameter of the current algorithm.
+
+        A ``live`` parameter is set on the running subtractor (through its
+        ``set_params`` method, else its attribute of that name); any other one
+        rebuilds the model. Raises ValueError for an unknown name or a value out
+        of range (the message says the accepted range).
+        """
+        specs = {p.name: p for p in registry.param_specs(self.algo)}
+        if name not in specs:
+            raise ValueError(f"{self.algo} has no parameter {name!r}; its parameters are {', '.join(specs)}")
+        spec = specs[name]
+        value = spec.check(value)
+        previous = self.params.get(name)
+        self.params[name] = value
+        try:
+            live = spec.live and self._apply_live(name, value)
+            if not live:
+                self.reset_model()
+        except Exception:
+            # A value the subtractor refuses (e.g. C <= nu): keep the old one.
+            self.params[name] = previous
+            raise
+        return ParamChange(name, value, live, _describe_change(spec, value, live), self.score_range)
+
+    def _apply_live(self, name: str, value: Any) -> bool:
+        """Set ``name`` on the running subtractor; False when it cannot (or it reset)."""
+        sub = self.subtractor
+        setter = getattr(sub, "set_params", None)
+        if callable(setter):
+            was_reset = setter(**{name: value})
+            return not (isinstance(was_reset, bool) and was_reset)
+        if hasattr(sub, name) and not callable(getattr(sub, name)):
+            setattr(sub, name, value)
+            return True
+        return False
+
+    @staticmethod
+    def _check_threshold(value: float) -> float:
+        value = float(value)
+        if not math.isfinite(value):
+            raise ValueError(f"threshold must be a finite number, got {value!r}")
+        return value
+
+    def set_threshold(self, value: float) -> None:
+        """Score threshold of the mask (0: the subtractor's own); restarts the F counts."""
+        self.threshold = self._check_threshold(value)
+        self._reset_counts()
+
+    @property
+    def score_range(self) -> tuple[float, float]:
+        """``(low, high)`` of the subtractor's score map."""
+        lo, hi = getattr(self.subtractor, "score_range", (-1.0, 1.0))
+        return float(lo), float(hi)
+
+    # ------------------------------------------------------------------ saving
+
+    def set_save_folder(self, folder: str | os.PathLike | None) -> None:
+        """Write every following mask into ``folder`` as ``bin%06d.png``; None stops."""
+        self._saver = MaskSaver(folder) if folder is not None else None
+
+    @property
+    def save_folder(self) -> Path | None:
+        """The folder masks are written to, or None."""
+        return self._saver.folder if self._saver is not None else None
+
+    @property
+    def masks_saved(self) -> int:
+        """Masks written into :attr:`save_folder` since it was set."""
+        return self._saver.written if self._saver is not None else 0
+
+    # ------------------------------------------------------------------ frames
+
+    @property
+    def dropped(self) -> int:
+        """Camera frames dropped because processing was slower than the camera."""
+        return self._reader.dropped if self._reader is not None else 0
+
+    def read(self, timeout: float = 1.0):
+        """The next frame to process; None when a camera gave none within ``timeout``.
+
+        Raises
+        ------
+        StopIteration
+            At the end of a file or folder.
+        bgsub.sources.SourceError
+            When no source is open, or the source failed (unplugged camera,
+            undecodable frame).
+        """
+        if self.source is None or self._frames is None:
+            raise SourceError("no source is open: open a video, a folder or a camera first")
+        if self._reader is not None:
+            return self._reader.get(timeout)
+        return next(self._frames)
+
+    def step(self, timeout: float = 1.0) -> FrameResult | None:
+        """Read and process one frame; None when a camera gave none in time.
+
+        Raises StopIteration at the end of the source.
+        """
+        frame = self.read(timeout)
+        if frame is None:
+            return None
+        return self.process(frame)
+
+    def process(self, frame) -> FrameResult:
+        """Run the subtractor on one :class:`bgsub.sources.Frame`; update metrics."""
+        image = frame.image
+        own_mask = self.subtractor.apply(image)
+        score = self.subtractor.getScoreMap() if hasattr(self.subtractor, "getScoreMap") else None
+        if score is not None and self.threshold != 0.0:
+            mask = np.where(score > self.threshold, np.uint8(255), np.uint8(0))
+        else:
+            mask = own_mask
+        self.processed += 1
+
+        now = self._clock()
+        if self._last_time is not None:
+            dt = max(now - self._last_time, 1e-9)
+            rate = 1.0 / dt
+            self._fps = rate if self._fps == 0.0 else 0.9 * self._fps + 0.1 * rate
+        self._last_time = now
+
+        scored = self._is_scored(frame)
+        roc = None
+        if scored:
+            gt = frame.groundtruth
+            roi = frame.roi
+            counts = frame_counts(mask, gt, roi)
+            self._counts = counts if self._counts is None else self._counts + counts
+            self._scored_frames += 1
+            if score is not None:
+                if self._roc is None:
+                    lo, hi = self.score_range
+                    self._roc = StreamingROC(lo, hi)
+                self._roc.update(score, gt, roi)
+        if self._roc is not None and self._roc.positives and self._roc.negatives:
+            fpr, tpr, _ = self._roc.curve()
+            op = self._roc.operating_point(self.threshold)
+            roc = RocSnapshot(
+                fpr=np.asarray(fpr, dtype=float),
+                tpr=np.asarray(tpr, dtype=float),
+                auc=float(self._roc.auc()),
+                operating_point=(float(op[0]), float(op[1])),
+                threshold=self.threshold,
+            )
+
+        if self._saver is not None:
+            self._saver.save(frame.index, mask)
+
+        return FrameResult(
+            index=int(frame.index),
+            processed=self.processed,
+            image=image,
+            mask=mask,
+            score=score,
+            score_range=self.score_range,
+            threshold=self.threshold,
+            foreground_fraction=float(np.count_nonzero(mask)) / mask.size,
+            fps=self._fps,
+            dropped=self.dropped,
+            scored=scored,
+            counts=self._counts,
+            metrics=self._counts.metrics() if self._counts is not None else None,
+            scored_frames=self._scored_frames,
+            roc=roc,
+        )
+
+    def _is_scored(self, frame) -> bool:
+        if frame.groundtruth is None:
+            return False
+        seq = getattr(self.source, "sequence", None)
+        if seq is not None:
+            return bool(seq.is_scored(frame.index))
+        return True

@@ -1,0 +1,145 @@
+"""The image views: input frame, foreground mask and score map, side by side.
+
+The three views share one zoom and pan (their view boxes are linked), so a
+pixel sits at the same place in each. The score map has a colour map and a
+level control (a histogram with draggable levels). All images are row-major
+``(H, W[, 3])`` arrays, as OpenCV gives them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+from gui.model import FrameResult
+
+__all__ = ["FrameViews", "overlay_mask", "SCORE_COLORMAP"]
+
+#: Diverging colour map: blue background, white at the threshold, red foreground.
+SCORE_COLORMAP = "CET-D1"
+#: Colour of the mask drawn over the frame (RGB) and its opacity.
+OVERLAY_RGB = (255, 40, 40)
+OVERLAY_ALPHA = 0.5
+
+
+def overlay_mask(rgb: np.ndarray, mask: np.ndarray, color=OVERLAY_RGB, alpha: float = OVERLAY_ALPHA) -> np.ndarray:
+    """``rgb`` with the foreground of ``mask`` tinted by ``color``.
+
+    Parameters
+    ----------
+    rgb : ndarray of uint8, shape (H, W, 3)
+    mask : ndarray of uint8, shape (H, W)
+        Foreground where 255.
+
+    Returns
+    -------
+    ndarray of uint8, shape (H, W, 3)
+        A new image; ``rgb`` is unchanged.
+    """
+    out = rgb.copy()
+    fg = mask > 0
+    if fg.any():
+        tint = np.asarray(color, dtype=np.float32)
+        out[fg] = (rgb[fg].astype(np.float32) * (1.0 - alpha) + tint * alpha).astype(np.uint8)
+    return out
+
+
+class FrameViews(QWidget):
+    """Input frame (optionally with the mask over it), mask and score map.
+
+    Signals
+    -------
+    levelsChanged(float, float)
+        The user moved the score map's levels.
+    """
+
+    levelsChanged = Signal(float, float)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._overlay = False
+        self._last: FrameResult | None = None
+        self._levels_range: tuple[float, float] | None = None
+
+        self.canvas = pg.GraphicsLayoutWidget()
+        self.canvas.setBackground("w")
+        self.frame_box = self._add_view("Input frame", 0)
+        self.mask_box = self._add_view("Foreground mask", 1)
+        self.score_box = self._add_view("Score map (positive = foreground)", 2)
+        for box in (self.mask_box, self.score_box):
+            box.setXLink(self.frame_box)
+            box.setYLink(self.frame_box)
+
+        self.frame_item = pg.ImageItem(axisOrder="row-major")
+        self.mask_item = pg.ImageItem(axisOrder="row-major")
+        self.score_item = pg.ImageItem(axisOrder="row-major")
+        self.frame_box.addItem(self.frame_item)
+        self.mask_box.addItem(self.mask_item)
+        self.score_box.addItem(self.score_item)
+
+        self.histogram = pg.HistogramLUTItem(image=self.score_item, orientation="vertical")
+        self.histogram.gradient.setColorMap(pg.colormap.get(SCORE_COLORMAP))
+        self.histogram.sigLevelsChanged.connect(self._on_levels)
+        self.canvas.addItem(self.histogram, row=1, col=3)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.canvas)
+
+    def _add_view(self, title: str, col: int) -> pg.ViewBox:
+        self.canvas.addLabel(title, row=0, col=col, color="k")
+        box = self.canvas.addViewBox(row=1, col=col, lockAspect=True, invertY=True, enableMenu=False)
+        box.setBackgroundColor((235, 235, 235))
+        return box
+
+    # ------------------------------------------------------------------
+
+    @property
+    def overlay(self) -> bool:
+        """Whether the mask is drawn over the input frame."""
+        return self._overlay
+
+    def set_overlay(self, enabled: bool) -> None:
+        self._overlay = bool(enabled)
+        if self._last is not None:
+            self._draw_frame(self._last)
+
+    def clear(self) -> None:
+        """Forget the images (a new source or a new model)."""
+        self._last = None
+        self._levels_range = None
+        for item in (self.frame_item, self.mask_item, self.score_item):
+            item.clear()
+
+    def show_result(self, result: FrameResult) -> None:
+        """Draw one processed frame in the three views."""
+        first = self._last is None or self._last.image.shape != result.image.shape
+        self._last = result
+        self._draw_frame(result)
+        self.mask_item.setImage(result.mask, autoLevels=False, levels=(0, 255))
+        if result.score is not None:
+            if self._levels_range != result.score_range:
+                self._levels_range = result.score_range
+                lo, hi = result.score_range
+                self.score_item.setImage(result.score, autoLevels=False, levels=(lo, hi))
+                self.histogram.setHistogramRange(lo, hi)
+                self.histogram.setLevels(lo, hi)
+            else:
+                self.score_item.setImage(result.score, autoLevels=False)
+        else:
+            self.score_item.clear()
+        if first:
+            h, w = result.image.shape[:2]
+            self.frame_box.setRange(xRange=(0, w), yRange=(0, h), padding=0)
+
+    def _draw_frame(self, result: FrameResult) -> None:
+        rgb = result.image[..., ::-1]
+        if self._overlay:
+            rgb = overlay_mask(rgb, result.mask)
+        self.frame_item.setImage(np.ascontiguousarray(rgb), autoLevels=False, levels=(0, 255))
+
+    def _on_levels(self, *_args) -> None:
+        lo, hi = self.histogram.getLevels()
+        self.levelsChanged.emit(float(lo), float(hi))

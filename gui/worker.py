@@ -1,0 +1,401 @@
+"""Run a :class:`gui.model.Session` on a worker thread, so the window never waits.
+
+:class:`SessionWorker` lives in a :class:`QThread`; a zero-interval timer in that
+thread processes one frame per tick, and requests from the window (play, step,
+parameter changes...) arrive as queued signals between two frames.
+:class:`SessionController` is the window's side: it owns the thread, forwards
+requests, and hands over the newest result only.
+
+Results are not queued: the worker keeps the newest :class:`gui.model.FrameResult`
+and signals ``resultReady`` once; the window takes it when it gets to it. Every
+processed frame still counts in the metrics; only drawing skips frames.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from typing import Any
+
+from PySide6.QtCore import QObject, QThread, QTimer, Qt, Signal, Slot
+
+from bgsub.sources import SourceError
+
+from gui.model import FrameResult, Session, SourceInfo
+
+__all__ = ["SessionWorker", "SessionController", "PlayState"]
+
+
+class PlayState:
+    """Names of the worker's states, as sent by ``stateChanged``."""
+
+    IDLE = "idle"  # no source
+    PAUSED = "paused"
+    PLAYING = "playing"
+    ENDED = "ended"  # end of file or folder
+    FAILED = "failed"  # the source failed; open another one
+
+
+def _user_message(exc: BaseException) -> str:
+    if isinstance(exc, (SourceError, ValueError, OSError)):
+        return str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {exc}"
+
+
+class SessionWorker(QObject):
+    """Drives a :class:`Session` from the thread it was moved to.
+
+    Parameters
+    ----------
+    session : Session
+        Used only from the worker's thread once the thread runs.
+
+    Signals
+    -------
+    resultReady()
+        A new result can be taken with :meth:`take_result`.
+    sourceOpened(SourceInfo)
+    modelReset(str, object)
+        The model was rebuilt: why, and the new ``score_range``.
+    paramChanged(object)
+        A :class:`gui.model.ParamChange` after a parameter request.
+    paramRejected(str, object)
+        A parameter request failed (``error`` says why); the value still in use.
+    algorithmRejected(str, object)
+        An algorithm switch failed; the algorithm and parameters still in use.
+    stateChanged(str)
+        A :class:`PlayState` value.
+    error(str)
+        A message for the user (bad source, decode error, bad value).
+    info(str)
+        A status message.
+    frameLimitReached(int)
+        Playback paused after the frame limit (frames processed).
+    """
+
+    resultReady = Signal()
+    sourceOpened = Signal(object)
+    modelReset = Signal(str, object)
+    paramChanged = Signal(object)
+    paramRejected = Signal(str, object)
+    algorithmRejected = Signal(str, object)
+    stateChanged = Signal(str)
+    error = Signal(str)
+    info = Signal(str)
+    frameLimitReached = Signal(int)
+
+    def __init__(self, session: Session) -> None:
+        super().__init__()
+        self.session = session
+        self._lock = threading.Lock()
+        self._latest: FrameResult | None = None
+        self._unread = False
+        self._timer: QTimer | None = None
+        self._state = PlayState.IDLE
+        self._frame_limit: int | None = None
+        self._realtime = False
+        self._next_due = 0.0
+
+    # -- the window's side (any thread) --------------------------------------
+
+    def take_result(self) -> FrameResult | None:
+        """The newest result not yet taken (None if there is none). Thread-safe."""
+        with self._lock:
+            result, self._latest = self._latest, None
+            self._unread = False
+            return result
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    # -- the worker thread's side --------------------------------------------
+
+    def _publish(self, result: FrameResult) -> None:
+        with self._lock:
+            self._latest = result
+            notify = not self._unread
+            self._unread = True
+        if notify:
+            self.resultReady.emit()
+
+    def _model_reset(self, reason: str) -> None:
+        self.modelReset.emit(reason, self.session.score_range)
+
+    def _set_state(self, state: str) -> None:
+        if state != self._state:
+            self._state = state
+            self.stateChanged.emit(state)
+
+    @Slot()
+    def start(self) -> None:
+        """Create the frame timer; runs in the worker thread when it starts."""
+        self._timer = QTimer()
+        self._timer.setInterval(0)
+        self._timer.timeout.connect(self._tick)
+
+    def _schedule(self) -> None:
+        if self._timer is not None and self._state == PlayState.PLAYING:
+            self._timer.start()
+
+    @Slot(object)
+    def open_source(self, spec: Any) -> None:
+        self.pause()
+        try:
+            info = self.session.open(spec)
+        except Exception as exc:  # reported in the window, never a crash
+            self._set_state(PlayState.FAILED)
+            self.error.emit(f"cannot open {spec}: {_user_message(exc)}")
+            return
+        self._set_state(PlayState.PAUSED)
+        self.sourceOpened.emit(info)
+        self._model_reset(f"opened {info.name}")
+
+    @Slot()
+    def play(self) -> None:
+        if self.session.source is None:
+            if self._state != PlayState.FAILED:
+                self.error.emit("no source is open: open a video, a folder or a camera first")
+            return
+        if self._state == PlayState.ENDED:
+            return
+        self._next_due = time.perf_counter()
+        self._set_state(PlayState.PLAYING)
+        self._schedule()
+
+    @Slot()
+    def pause(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+        if self._state == PlayState.PLAYING:
+            self._set_state(PlayState.PAUSED)
+
+    @Slot()
+    def step(self) -> None:
+        """Process exactly one frame, then pause."""
+        self.pause()
+        if self.session.source is None:
+            self.error.emit("no source is open: open a video, a folder or a camera first")
+            return
+        self._process_one(wait=5.0)
+
+    @Slot()
+    def restart(self) -> None:
+        was_playing = self._state == PlayState.PLAYING
+        self.pause()
+        try:
+            self.session.restart()
+        except Exception as exc:
+            self._set_state(PlayState.FAILED)
+            self.error.emit(f"cannot restart: {_user_message(exc)}")
+            return
+        if self.session.source is not None:
+            self._set_state(PlayState.PAUSED)
+        self._model_reset("restarted from the first frame")
+        if was_playing:
+            self.play()
+
+    @Slot(str, object)
+    def set_algorithm(self, algo: str, params: Any) -> None:
+        try:
+            self.session.set_algorithm(algo, params)
+        except Exception as exc:
+            self.error.emit(f"cannot switch to {algo}: {_user_message(exc)}")
+            self.algorithmRejected.emit(self.session.algo, dict(self.session.params))
+            return
+        self._model_reset(f"algorithm {algo}: new model")
+
+    @Slot(str, object)
+    def set_param(self, name: str, value: Any) -> None:
+        try:
+            change = self.session.set_param(name, value)
+        except Exception as exc:
+            self.paramRejected.emit(name, self.session.params.get(name))
+            self.error.emit(_user_message(exc))
+            return
+        self.paramChanged.emit(change)
+        if not change.live:
+            self._model_reset(change.message)
+
+    @Slot(float)
+    def set_threshold(self, value: float) -> None:
+        try:
+            self.session.set_threshold(value)
+        except Exception as exc:
+            self.error.emit(_user_message(exc))
+
+    @Slot(object)
+    def set_save_folder(self, folder: Any) -> None:
+        try:
+            self.session.set_save_folder(folder)
+        except Exception as exc:
+            self.error.emit(_user_message(exc))
+            return
+        if folder is None:
+            self.info.emit("stopped saving masks")
+        else:
+            self.info.emit(f"saving masks to {self.session.save_folder} as bin%06d.png")
+
+    @Slot(object)
+    def set_frame_limit(self, limit: Any) -> None:
+        """Pause after ``limit`` frames processed by the current model (None: no limit)."""
+        self._frame_limit = None if limit is None else int(limit)
+
+    @Slot(bool)
+    def set_realtime(self, realtime: bool) -> None:
+        """Pace files at their nominal frame rate (True) or as fast as possible."""
+        self._realtime = bool(realtime)
+        self._next_due = time.perf_counter()
+
+    @Slot()
+    def shutdown(self) -> None:
+        """Stop playing and close the source; the thread may then quit."""
+        self.pause()
+        if self._timer is not None:
+            self._timer.timeout.disconnect(self._tick)
+            self._timer.deleteLater()
+            self._timer = None
+        try:
+            self.session.close()
+        except Exception:
+            traceback.print_exc()
+        self._set_state(PlayState.IDLE)
+
+    def _tick(self) -> None:
+        if self._state != PlayState.PLAYING:
+            return
+        info = self.session.info
+        if self._realtime and info is not None and not info.is_live and info.fps:
+            now = time.perf_counter()
+            if now < self._next_due:
+                self._timer.start(max(1, int((self._next_due - now) * 1000)))
+                return
+            self._next_due = max(self._next_due + 1.0 / info.fps, now - 0.5)
+        self._timer.setInterval(0)
+        if self._process_one(wait=0.05) and self._state == PlayState.PLAYING:
+            self._schedule()
+
+    def _process_one(self, wait: float) -> bool:
+        """Process one frame; False when playing must stop."""
+        try:
+            result = self.session.step(timeout=wait)
+        except StopIteration:
+            self.pause()
+            self._set_state(PlayState.ENDED)
+            self.info.emit(f"end of {self.session.info.name if self.session.info else 'source'}")
+            return False
+        except Exception as exc:
+            self.pause()
+            self._set_state(PlayState.FAILED)
+            self.error.emit(_user_message(exc))
+            return False
+        if result is None:  # a camera that was slow to deliver: try again
+            return True
+        self._publish(result)
+        if self._frame_limit is not None and result.processed >= self._frame_limit:
+            self.pause()
+            self.frameLimitReached.emit(result.processed)
+            return False
+        return True
+
+
+class SessionController(QObject):
+    """The window's handle on a :class:`SessionWorker` running in its own thread.
+
+    Every method only sends a request; the outcome arrives through the worker's
+    signals (:attr:`worker`).
+
+    Parameters
+    ----------
+    session : Session
+        Handed to the worker; do not touch it from the window's thread afterwards.
+    """
+
+    _open = Signal(object)
+    _play = Signal()
+    _pause = Signal()
+    _step = Signal()
+    _restart = Signal()
+    _algorithm = Signal(str, object)
+    _param = Signal(str, object)
+    _threshold = Signal(float)
+    _save_folder = Signal(object)
+    _frame_limit = Signal(object)
+    _realtime = Signal(bool)
+    _shutdown = Signal()
+
+    def __init__(self, session: Session, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.thread = QThread()
+        self.thread.setObjectName("bgsub-gui-worker")
+        self.worker = SessionWorker(session)
+        self.worker.moveToThread(self.thread)
+        self.thread.started.connect(self.worker.start)
+        for signal, slot in (
+            (self._open, self.worker.open_source),
+            (self._play, self.worker.play),
+            (self._pause, self.worker.pause),
+            (self._step, self.worker.step),
+            (self._restart, self.worker.restart),
+            (self._algorithm, self.worker.set_algorithm),
+            (self._param, self.worker.set_param),
+            (self._threshold, self.worker.set_threshold),
+            (self._save_folder, self.worker.set_save_folder),
+            (self._frame_limit, self.worker.set_frame_limit),
+            (self._realtime, self.worker.set_realtime),
+        ):
+            signal.connect(slot)
+        # Blocking: stop() returns only once the worker has closed the source and
+        # dropped its timer (at most one frame's processing later).
+        self._shutdown.connect(self.worker.shutdown, Qt.ConnectionType.BlockingQueuedConnection)
+        self.thread.start()
+
+    @property
+    def session(self) -> Session:
+        """The session (read it only while the worker is idle, e.g. in tests)."""
+        return self.worker.session
+
+    def open_source(self, spec: Any) -> None:
+        self._open.emit(spec)
+
+    def play(self) -> None:
+        self._play.emit()
+
+    def pause(self) -> None:
+        self._pause.emit()
+
+    def step(self) -> None:
+        self._step.emit()
+
+    def restart(self) -> None:
+        self._restart.emit()
+
+    def set_algorithm(self, algo: str, params: dict | None = None) -> None:
+        self._algorithm.emit(algo, dict(params or {}))
+
+    def set_param(self, name: str, value: Any) -> None:
+        self._param.emit(name, value)
+
+    def set_threshold(self, value: float) -> None:
+        self._threshold.emit(float(value))
+
+    def set_save_folder(self, folder: Any) -> None:
+        self._save_folder.emit(folder)
+
+    def set_frame_limit(self, limit: int | None) -> None:
+        self._frame_limit.emit(limit)
+
+    def set_realtime(self, realtime: bool) -> None:
+        self._realtime.emit(bool(realtime))
+
+    def take_result(self) -> FrameResult | None:
+        return self.worker.take_result()
+
+    def stop(self, timeout_ms: int = 5000) -> bool:
+        """Close the source and end the thread; True when it ended in time."""
+        if not self.thread.isRunning():
+            return True
+        self._shutdown.emit()
+        self.thread.quit()
+        return self.thread.wait(timeout_ms)

@@ -1,0 +1,237 @@
+"""The window, offscreen: real sources, real subtractors, the real worker thread."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtGui import QDropEvent
+
+from bgsub import registry
+from bgsub.sources import list_cameras
+from gui.worker import PlayState
+
+TIMEOUT_MS = 30000
+
+
+def open_and_wait(qtbot, window, spec) -> None:
+    """Open ``spec`` and wait until the window shows it.
+
+    (Waiting on the worker's own signals is not enough: pytest-qt may hear them
+    in the worker thread, before the window's queued slots ran.)
+    """
+    window.open_source(spec)
+    qtbot.waitUntil(lambda: window.source_info is not None and window.source_info.spec == str(spec),
+                    timeout=TIMEOUT_MS)
+
+
+def play_frames(qtbot, window, n: int) -> None:
+    """Play until ``n`` frames are processed and the last one is drawn."""
+    window.controller.set_frame_limit(n)
+    with qtbot.waitSignal(window.controller.worker.frameLimitReached, timeout=TIMEOUT_MS):
+        window.play()
+    qtbot.waitUntil(lambda: window.last_result is not None and window.last_result.processed == n,
+                    timeout=TIMEOUT_MS)
+
+
+def test_processing_frames_draws_roc_with_auc(qtbot, make_window, tiny_sequence):
+    window = make_window("knn")
+    open_and_wait(qtbot, window, tiny_sequence)
+    assert window.source_info.has_groundtruth
+    play_frames(qtbot, window, 20)
+
+    result = window.last_result
+    assert result.index == 20
+    assert result.mask.shape == (48, 64) and result.image.shape == (48, 64, 3)
+    assert result.roc is not None and result.scored_frames == 17  # frames 4..20
+    fpr, tpr = window.metrics.roc_curve.getData()
+    assert fpr is not None and len(fpr) > 2 and len(fpr) == len(tpr)
+    auc = float(window.metrics.auc_text())
+    assert 0.0 <= auc <= 1.0
+    assert math.isclose(auc, result.roc.auc, abs_tol=1e-4)
+    # A moving bright square on a static background is easy: the curve is far above chance.
+    assert auc > 0.8
+    point = window.metrics.roc_point.getData()
+    assert len(point[0]) == 1 and 0 <= point[0][0] <= 1 and 0 <= point[1][0] <= 1
+    assert window.metrics.labels["F"].text() != "—"
+    assert window.metrics.labels["frame"].text().startswith("20 ")
+    # The three views show this frame.
+    assert window.views.frame_item.image.shape[:2] == (48, 64)
+    assert window.views.mask_item.image.shape == (48, 64)
+    assert window.views.score_item.image.shape == (48, 64)
+
+
+def test_parameter_needing_reset_rebuilds_the_subtractor(qtbot, make_window, tiny_sequence):
+    window = make_window("knn")
+    open_and_wait(qtbot, window, tiny_sequence)
+    play_frames(qtbot, window, 5)
+    old = window.controller.session.subtractor
+    spin = window.controls.params.widget("history")
+    with qtbot.waitSignal(window.controller.worker.paramChanged, timeout=TIMEOUT_MS) as blocker:
+        spin.setValue(40)
+    change = blocker.args[0]
+    assert change.name == "history" and change.value == 40 and change.live is False
+    session = window.controller.session
+    assert session.subtractor is not old
+    assert session.subtractor.impl.getHistory() == 40
+    assert session.processed == 0
+    qtbot.waitUntil(lambda: "reset" in window.statusBar().currentMessage(), timeout=TIMEOUT_MS)
+
+
+def _live_param():
+    """(algo, spec) of the first live numeric parameter of any registered algorithm."""
+    for algo in registry.algorithms():
+        for spec in registry.param_specs(algo):
+            if spec.live and spec.type in (int, float):
+                return algo, spec
+    return None
+
+
+@pytest.mark.skipif(_live_param() is None, reason="no registered algorithm has a live numeric parameter")
+def test_live_parameter_reaches_the_running_subtractor(qtbot, make_window, tiny_sequence):
+    algo, spec = _live_param()
+    window = make_window(algo)
+    open_and_wait(qtbot, window, tiny_sequence)
+    play_frames(qtbot, window, 3)
+    sub = window.controller.session.subtractor
+    lo = spec.low if spec.low is not None else spec.default - 1
+    hi = spec.high if spec.high is not None else spec.default + 1
+    new = spec.type((spec.default + hi) / 2 if spec.default < hi else (spec.default + lo) / 2)
+    assert new != spec.default
+    with qtbot.waitSignal(window.controller.worker.paramChanged, timeout=TIMEOUT_MS) as blocker:
+        window.controls.params.widget(spec.name).setValue(new)
+    change = blocker.args[0]
+    assert change.live is True
+    session = window.controller.session
+    assert session.subtractor is sub  # not rebuilt: the learned model is kept
+    assert session.processed == 3
+    get = getattr(sub, "get_params", None)
+    seen = get()[spec.name] if callable(get) else getattr(sub, spec.name)
+    assert seen == pytest.approx(new)
+
+
+def test_zero_byte_video_shows_an_error_without_crashing(qtbot, make_window, tmp_path):
+    bad = tmp_path / "broken.mp4"
+    bad.write_bytes(b"")
+    window = make_window("knn")
+    with qtbot.waitSignal(window.controller.worker.error, timeout=TIMEOUT_MS):
+        window.open_source(bad)
+    qtbot.waitUntil(window.error_banner.isVisible, timeout=TIMEOUT_MS)
+    assert "broken.mp4" in window.error_banner.text()
+    assert "empty" in window.error_banner.text()
+    assert window.state == PlayState.FAILED
+    # The window still works: play says there is nothing to play, a good source opens.
+    window.play()
+    assert window.controller.thread.isRunning()
+
+
+def test_bad_folder_shows_an_error_then_a_good_source_clears_it(qtbot, make_window, tmp_path, tiny_sequence):
+    empty = tmp_path / "nothing here"
+    empty.mkdir()
+    window = make_window("knn")
+    with qtbot.waitSignal(window.controller.worker.error, timeout=TIMEOUT_MS):
+        window.open_source(empty)
+    qtbot.waitUntil(window.error_banner.isVisible, timeout=TIMEOUT_MS)
+    assert "holds no images" in window.error_banner.text()
+    open_and_wait(qtbot, window, tiny_sequence)
+    assert not window.error_banner.isVisible()
+    play_frames(qtbot, window, 2)
+
+
+def test_closing_stops_the_worker_thread_while_playing(qtbot, make_window, tiny_sequence):
+    window = make_window("knn")
+    open_and_wait(qtbot, window, tiny_sequence)
+    thread = window.controller.thread
+    assert thread.isRunning()
+    with qtbot.waitSignal(window.resultShown, timeout=TIMEOUT_MS):
+        window.play()
+    window.close()
+    assert not thread.isRunning()
+    assert window.controller.session.source is None  # the source was closed too
+
+
+def test_switching_algorithm_rebuilds_the_parameter_form(qtbot, make_window, tiny_sequence):
+    window = make_window("knn")
+    open_and_wait(qtbot, window, tiny_sequence)
+    with qtbot.waitSignal(window.controller.worker.modelReset, timeout=TIMEOUT_MS):
+        window.controls.algo_combo.setCurrentText("mog2")
+    assert window.controller.session.algo == "mog2"
+    assert set(window.controls.params.names()) == {p.name for p in registry.param_specs("mog2")}
+    play_frames(qtbot, window, 4)
+    assert window.last_result.processed == 4
+
+
+def test_algorithm_list_comes_from_the_registry(make_window):
+    window = make_window("knn")
+    combo = window.controls.algo_combo
+    assert [combo.itemText(i) for i in range(combo.count())] == list(registry.algorithms())
+
+
+def test_threshold_moves_the_operating_point(qtbot, make_window, tiny_sequence):
+    window = make_window("knn")
+    open_and_wait(qtbot, window, tiny_sequence)
+    play_frames(qtbot, window, 10)
+    before = window.last_result.roc.operating_point
+    window.controls.threshold_spin.setValue(1.0)  # knn scores are -1, 0, 1: nothing is above 1
+    window.controller.set_frame_limit(12)
+    window.controller.step()
+    qtbot.waitUntil(lambda: window.last_result.processed == 11, timeout=TIMEOUT_MS)
+    result = window.last_result
+    assert result.threshold == pytest.approx(1.0)
+    assert result.roc.operating_point == (0.0, 0.0)
+    assert result.roc.operating_point != before
+    assert result.foreground_fraction == 0.0
+    assert result.scored_frames == 1  # F counts start again at a new threshold
+
+
+def test_saving_masks_writes_cdnet_named_pngs(qtbot, make_window, tiny_sequence, tmp_path):
+    window = make_window("knn")
+    out = tmp_path / "masks"
+    open_and_wait(qtbot, window, tiny_sequence)
+    window.set_save_folder(out)
+    play_frames(qtbot, window, 6)
+    names = sorted(p.name for p in out.iterdir())
+    assert names == [f"bin{n:06d}.png" for n in range(1, 7)]
+    import cv2
+
+    mask = cv2.imread(str(out / "bin000006.png"), cv2.IMREAD_GRAYSCALE)
+    assert mask.shape == (48, 64) and set(mask.ravel()) <= {0, 255}
+
+
+def test_recent_sources_and_drag_and_drop(qtbot, make_window, tiny_sequence):
+    window = make_window("knn")
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(tiny_sequence))])
+    event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime,
+                       Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    window.dropEvent(event)
+    qtbot.waitUntil(lambda: window.source_info is not None, timeout=TIMEOUT_MS)
+    assert window.source_info.spec == str(tiny_sequence)
+    assert window.recent.items()[0] == str(tiny_sequence)
+    window._fill_recent_menu()
+    assert str(tiny_sequence) in [a.text() for a in window.recent_menu.actions()]
+
+
+def test_camera_menu_lists_the_cameras_that_open(make_window):
+    window = make_window("knn")
+    entries = window.camera_menu_entries()
+    cameras = list_cameras()
+    if cameras:
+        assert entries == [f"Camera {i}" for i in cameras]
+    else:
+        assert len(entries) == 1 and entries[0].startswith("No camera found")
+
+
+def test_overlay_tints_the_foreground(qtbot, make_window, tiny_sequence):
+    window = make_window("knn")
+    open_and_wait(qtbot, window, tiny_sequence)
+    play_frames(qtbot, window, 8)
+    plain = window.views.frame_item.image.copy()
+    window.overlay_action.trigger()
+    tinted = window.views.frame_item.image
+    fg = window.last_result.mask > 0
+    assert fg.any()
+    assert (plain[fg] != tinted[fg]).any()
+    assert (plain[~fg] == tinted[~fg]).all()
