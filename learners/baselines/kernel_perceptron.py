@@ -15,7 +15,6 @@ without saying which rule; this is the one we use.
 
 from __future__ import annotations
 
-import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 
 from learners.baselines._common import (

@@ -36,6 +36,15 @@ THRESHOLDS = [0.0, 0.001, 0.002, 0.01]
 N_TEST = 1000
 
 
+#: Error of the Bayes-optimal rule sign(x1 + x2): Phi(-sqrt(2)).
+BAYES_ERROR = 0.07864960352514251
+
+
+def bayes_predict(X):
+    """The Bayes-optimal classifier of Example 1 (equal priors, means +-(1, 1), identity covariance)."""
+    return np.where(X[:, 0] + X[:, 1] >= 0.0, 1, -1)
+
+
 def svc(C=2.0, width=1.0):
     """scikit-learn's SVC with the Gaussian ``exp(-||x-y||^2 / width^2)``."""
     return SVC(C=C, kernel="rbf", gamma=1.0 / width**2)
@@ -79,6 +88,7 @@ def run(args, available, log):
     seconds = {name: [] for name in names}
     sv_thr = {thr: [] for thr in args.threshold_values}
     olk = next((m for m in available if m.name == "OLK_C"), None)
+    bayes = []
 
     # warm-up (numba compilation and imports are not timed)
     Xw, yw, _, _ = make_example1(30, 0, random_state=10**6)
@@ -88,6 +98,7 @@ def run(args, available, log):
     for s in range(args.seeds):
         seed = args.seed_offset + s
         X, y, Xt, yt = make_example1(n_max, args.n_test, random_state=seed)
+        bayes.append(float(np.mean(bayes_predict(Xt) != yt)))
         for m in available:
             if m.online:
                 res = prequential_classification(m.build(), X, y, grid, Xt, yt)
@@ -102,7 +113,15 @@ def run(args, available, log):
                 _, sizes = chunked_online(olk.build(sv_threshold=thr), X, y, grid, lambda e: 0.0, size=n_terms)
                 sv_thr[thr].append(sizes)
         log(f"example1: seed {seed} done ({s + 1}/{args.seeds})")
-    return dict(grid=grid, curves=curves, seconds=seconds, sv_thresholds=sv_thr, n_test=args.n_test, seeds=args.seeds)
+    return dict(
+        grid=grid,
+        curves=curves,
+        seconds=seconds,
+        sv_thresholds=sv_thr,
+        bayes=bayes,
+        n_test=args.n_test,
+        seeds=args.seeds,
+    )
 
 
 def final(result):
@@ -141,6 +160,11 @@ def report(result, available, unavailable):
     lines.append(
         table(["method", "test error", "mistakes (SVM: training errors)", "support vectors", "seconds (fit)", "parameters"], rows)
     )
+    lines += [
+        "",
+        f"Bayes-optimal rule sign(x1 + x2) on the same test sets: {fmt(*mean_std(result['bayes']))} "
+        f"(expected {BAYES_ERROR:.4f}; {BAYES_ERROR * n:.0f} expected mistakes in {n} points)",
+    ]
     for key, title, digits in (("mistakes", "cumulative mistakes", 1), ("test_error", "test error", 3)):
         lines += ["", f"{title} against the number of learning points (mean over seeds)", ""]
         rows = [
@@ -174,6 +198,7 @@ def plot(result, available, folder):
     ax = axes[0, 1]
     for m in available:
         band(ax, grid, result["curves"][m.name]["test_error"], m.name)
+    ax.axhline(np.mean(result["bayes"]), color="black", linestyle="--", linewidth=1, label="Bayes rule")
     ax.set(xlabel="number of learning points", ylabel="test error", title="Test error")
     ax.legend(fontsize=8)
     ax = axes[1, 0]
