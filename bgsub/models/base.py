@@ -31,6 +31,10 @@ COMMON_PARAMS = (
               choices=("bgr", "gray"), live=False),
     ParamSpec("blur", float, 0.0, "Gaussian smoothing of the input, standard deviation (0: off)", "pixels",
               0.0, 10.0),
+    ParamSpec("init", str, "neighbours",
+              "model at the first frame: 'neighbours' fills each buffer with B steps on values of random "
+              "3x3 neighbours of the first frame (ViBe-style, usable at once); 'empty' starts empty (paper)",
+              "", choices=("neighbours", "empty"), live=False),
     ParamSpec("update_prob", float, 1.0,
               "probability that a pixel classified background steps its learner in a frame", "", 0.0, 1.0),
     ParamSpec("fg_update_prob", float, 1.0,
@@ -263,6 +267,8 @@ class PixelKernelSubtractor:
         img = self._prepare(frame)
         if self.samples_ is None:
             self._allocate(img.shape[0], img.shape[1], img.shape[2])
+            if self.params["init"] == "neighbours":
+                self._init_from_neighbours(img)
         fk.score_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
                        self._score_offset, self._score, self._f, self._oldest, self._rawmask)
         mask = self._postprocess(self._rawmask)
@@ -270,13 +276,40 @@ class PixelKernelSubtractor:
         if lr != 0.0:
             p_bg = _prob(self.params["update_prob"] if lr == -1 else lr)
             p_fg = _prob(self.params["fg_update_prob"])
-            self.n_steps_ += int(self._update(img, mask, p_bg, p_fg))
+            # The policy looks at the raw classification (score > 0), so that
+            # post-processing only filters the output.
+            self.n_steps_ += int(self._update(img, self._rawmask, p_bg, p_fg))
             self.scale_ *= self._decay()
             if needs_renormalise(self.scale_):
                 fk.renormalise(self.coef_, self.scale_)
                 self.scale_ = 1.0
         self.n_frames_ += 1
         return mask.copy()
+
+    def _init_from_neighbours(self, img: np.ndarray) -> None:
+        """Fill every buffer with ``B`` learner steps on random 3x3 neighbours of ``img``.
+
+        Step ``b = 0`` uses the pixel itself; the others a neighbour drawn
+        uniformly (replicated border). The steps are ordinary updates, so the
+        coefficients and offsets are what the learner would have after seeing
+        these values.
+        """
+        H, W = img.shape[:2]
+        rng = np.random.default_rng(self.params["seed"])
+        rows = np.arange(H)[:, None]
+        cols = np.arange(W)[None, :]
+        ones = np.full((H, W), 0, np.uint8)
+        for b in range(self.params["budget"]):
+            if b == 0:
+                x = img
+            else:
+                yy = np.clip(rows + rng.integers(-1, 2, size=(H, W)), 0, H - 1)
+                xx = np.clip(cols + rng.integers(-1, 2, size=(H, W)), 0, W - 1)
+                x = np.ascontiguousarray(img[yy, xx])
+            fk.score_frame(x, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
+                           self._score_offset, self._score, self._f, self._oldest, self._rawmask)
+            self.n_steps_ += int(self._update(x, ones, _PROB_ONE, _PROB_ONE))
+            self.scale_ *= self._decay()
 
     def getScoreMap(self) -> np.ndarray | None:
         """float32 (H, W) novelty score of the last frame; ``> 0`` is the raw foreground.

@@ -33,7 +33,7 @@ OLKN_PARAMS = (
 #: Named parameter sets; "paper" is Li et al.'s setting with the unconditional update.
 OLKN_PRESETS = {
     "paper": {"width": 10.0, "r": 0.001, "nu": 0.1, "C": 0.2, "budget": 20, "rho_rule": "paper",
-              "color": "bgr", "blur": 0.0, "update_prob": 1.0, "fg_update_prob": 1.0,
+              "color": "bgr", "blur": 0.0, "init": "empty", "update_prob": 1.0, "fg_update_prob": 1.0,
               "median": 0, "open": 0, "close": 0, "min_area": 0},
 }
 

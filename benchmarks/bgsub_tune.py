@@ -1,0 +1,221 @@
+"""Tune subtractor parameters on CDnet-layout sequences, and cross-validate them.
+
+Used to choose the defaults of ``olkn`` and ``norma`` (see ``docs/parameters.md``).
+Frames are decoded once per worker process and kept in memory; each (config,
+sequence) pair is one job, scored the CDnet way with :mod:`bgsub.metrics`.
+
+Usage::
+
+    python benchmarks/bgsub_tune.py grid --algo olkn --grid width=15,20,30 --grid median=0,5 \
+        --data ../shared/data/bgs --out /tmp/tune.jsonl
+    python benchmarks/bgsub_tune.py cv --results /tmp/tune.jsonl     # 2-fold CV over sequences
+
+``--max-frames`` limits each sequence (long warm-ups such as highway's 470
+frames are kept: frames past the limit are dropped from the end).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+_CACHE: dict = {}
+
+
+def _load(path: str, max_frames: int | None):
+    key = (path, max_frames)
+    if key not in _CACHE:
+        from bgsub.cdnet import load_sequence
+
+        seq = load_sequence(path)
+        frames = seq.frames if max_frames is None else seq.frames[:max_frames]
+        imgs = [seq.read_frame(n) for n in frames]
+        gts = {n: seq.read_groundtruth(n) for n in frames if seq.is_scored(n)}
+        roi = seq.roi(imgs[0].shape[:2])
+        _CACHE.clear()  # one sequence at a time per worker keeps memory bounded
+        _CACHE[key] = (frames, imgs, gts, roi)
+    return _CACHE[key]
+
+
+def run_job(job):
+    """Evaluate one (algo, params, sequence); returns a list of result dicts.
+
+    ``params["post_median"]`` (a list of apertures, 0 = none) scores several
+    median post-filters of the same raw masks in one run: the update policy looks
+    at the raw mask, so they share the model.
+    """
+    algo, params, path, max_frames = job
+    import cv2
+
+    import bgsub
+    from bgsub.metrics import SequenceScorer
+
+    params = dict(params)
+    medians = params.pop("post_median", None)
+    frames, imgs, gts, roi = _load(path, max_frames)
+    sub = bgsub.create(algo, **params)
+    variants = [None] if medians is None else list(medians)
+    scorers = {v: SequenceScorer(score_range=getattr(sub, "score_range", None) if v in (None, 0) else None,
+                                 keep_frames=False) for v in variants}
+    busy = 0.0
+    for n, img in zip(frames, imgs):
+        t0 = time.perf_counter()
+        mask = sub.apply(img)
+        busy += time.perf_counter() - t0
+        if n in gts:
+            for v, sc in scorers.items():
+                m = mask if v is None else (mask if v == 0 else cv2.medianBlur(mask, v))
+                sc.add(n, m, gts[n], roi, scores=sub.getScoreMap() if sc.roc is not None else None)
+    out = []
+    for v, sc in scorers.items():
+        m = sc.metrics()
+        p = dict(params) if v is None else dict(params, median=v)
+        out.append({"algo": algo, "params": p, "seq": path, "name": Path(path).name, "F": m["F"],
+                    "recall": m["recall"], "precision": m["precision"], "PWC": m["PWC"], "auc": m.get("auc"),
+                    "fps": len(frames) / busy if busy else None})
+    return out
+
+
+def _parse_grid(items):
+    grid = {}
+    for item in items:
+        k, _, v = item.partition("=")
+        grid[k] = [_autotype(x) for x in v.split(",")]
+    return grid
+
+
+def _autotype(s):
+    for t in (int, float):
+        try:
+            return t(s)
+        except ValueError:
+            pass
+    if s.lower() in ("true", "false"):
+        return s.lower() == "true"
+    return s
+
+
+def cmd_grid(args):
+    from concurrent.futures import ProcessPoolExecutor
+
+    from bgsub.cdnet import find_sequences
+
+    seqs = [str(p) for p in find_sequences(args.data)]
+    if args.only:
+        seqs = [s for s in seqs if any(o in s for o in args.only)]
+    base = json.loads(args.base) if args.base else {}
+    grid = _parse_grid(args.grid)
+    keys = list(grid)
+    configs = [dict(base, **dict(zip(keys, vals))) for vals in itertools.product(*[grid[k] for k in keys])]
+    # sequence-major order: a worker reuses its decoded frames across configs
+    jobs = [(args.algo, c, s, args.max_frames) for s in seqs for c in configs]
+    print(f"{len(configs)} configs x {len(seqs)} sequences", file=sys.stderr)
+    with open(args.out, "a") as fh, ProcessPoolExecutor(args.workers) as ex:
+        for rs in ex.map(run_job, jobs, chunksize=1):
+            for r in rs:
+                r["max_frames"] = args.max_frames
+                fh.write(json.dumps(r) + "\n")
+                print(f"{r['name']:>10} F={r['F']:.4f} {r['params']}", file=sys.stderr)
+            fh.flush()
+    return 0
+
+
+def _key(params):
+    return json.dumps(params, sort_keys=True)
+
+
+def load_results(path, algo=None):
+    rows = [json.loads(line) for line in open(path) if line.strip()]
+    if algo:
+        rows = [r for r in rows if r["algo"] == algo]
+    table: dict[str, dict[str, float]] = {}
+    for r in rows:
+        f = r["F"]
+        table.setdefault(_key(r["params"]), {})[r["name"]] = 0.0 if f is None or (
+            isinstance(f, float) and math.isnan(f)) else f
+    return table
+
+
+#: Fixed 2-fold split over sequences, each fold mixing CDnet, SBI and UCSD.
+FOLDS = (
+    ("highway", "Board", "CaVignal", "Snellen", "birds", "chopper", "freeway", "peds", "zodiac"),
+    ("CAVIAR2", "Foliage", "IBMtest2", "boats", "flock", "ocean", "traffic"),
+)
+
+
+def cross_validate(table, folds=FOLDS):
+    """For each fold: best config on the other folds, its F on this fold. Returns a report dict."""
+    names = sorted({n for v in table.values() for n in v})
+    complete = {k: v for k, v in table.items() if all(n in v for n in names)}
+    out = {"folds": []}
+    for i, held in enumerate(folds):
+        train = [n for n in names if n not in held]
+        test = [n for n in names if n in held]
+        best = max(complete, key=lambda k: np.mean([complete[k][n] for n in train]))
+        out["folds"].append({
+            "held_out": test,
+            "best_params": json.loads(best),
+            "train_F": float(np.mean([complete[best][n] for n in train])),
+            "test_F": float(np.mean([complete[best][n] for n in test])),
+        })
+    best_all = max(complete, key=lambda k: np.mean([complete[k][n] for n in names]))
+    out["best_all"] = {"params": json.loads(best_all),
+                       "F": float(np.mean([complete[best_all][n] for n in names])),
+                       "per_sequence": complete[best_all]}
+    out["cv_test_F"] = float(np.mean([f["test_F"] for f in out["folds"]]))
+    out["cv_train_F"] = float(np.mean([f["train_F"] for f in out["folds"]]))
+    out["n_configs"] = len(complete)
+    return out
+
+
+def cmd_cv(args):
+    table = load_results(args.results, args.algo)
+    rep = cross_validate(table)
+    print(json.dumps(rep, indent=1))
+    return 0
+
+
+def cmd_top(args):
+    table = load_results(args.results, args.algo)
+    names = sorted({n for v in table.values() for n in v})
+    rows = [(np.mean([v.get(n, 0) for n in names]), k) for k, v in table.items() if len(v) == len(names)]
+    rows.sort(reverse=True)
+    for f, k in rows[: args.n]:
+        print(f"{f:.4f} {k}")
+    return 0
+
+
+def main(argv=None):
+    os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("grid")
+    g.add_argument("--algo", default="olkn")
+    g.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2")
+    g.add_argument("--base", default=None, help="JSON dict of fixed parameters")
+    g.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "bgs"))
+    g.add_argument("--only", nargs="*", default=None, help="substrings of sequence paths to keep")
+    g.add_argument("--max-frames", type=int, default=None)
+    g.add_argument("--workers", type=int, default=2)
+    g.add_argument("--out", required=True)
+    c = sub.add_parser("cv")
+    c.add_argument("--results", required=True)
+    c.add_argument("--algo", default=None)
+    t = sub.add_parser("top")
+    t.add_argument("--results", required=True)
+    t.add_argument("--algo", default=None)
+    t.add_argument("-n", type=int, default=10)
+    args = p.parse_args(argv)
+    return {"grid": cmd_grid, "cv": cmd_cv, "top": cmd_top}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

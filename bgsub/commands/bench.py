@@ -1,0 +1,170 @@
+"""``bgsub bench``: the same frames, in memory, through every subtractor; fps and ratio to KNN.
+
+Frames come from CDnet ``highway`` when the shared data is present (``--data``,
+``$OLK_DATA_DIR`` or ``../shared/data`` beside the checkout), else from a
+synthetic street-like clip; they are resized to each benchmark size and kept in
+memory, so only ``apply`` is timed. The algorithms run in rounds, interleaved,
+and each round times every algorithm on the same frames back to back; the
+reported fps is the median over rounds and the ratio to OpenCV KNN is the
+median of the per-round ratios, which keeps comparisons fair on a loaded
+machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+__all__ = ["add_arguments", "main", "load_frames", "benchmark"]
+
+DEFAULT_SIZES = ("320x240", "1280x720")
+DEFAULT_ALGOS = ("olkn", "norma", "knn", "mog2")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--algo", dest="algos", action="append", default=None, metavar="NAME",
+                        help="algorithm to time (repeatable; default: olkn, norma, knn, mog2)")
+    parser.add_argument("--size", dest="sizes", action="append", default=None, metavar="WxH",
+                        help="frame size (repeatable; default: 320x240 and 1280x720)")
+    parser.add_argument("--frames", type=int, default=None, metavar="N",
+                        help="timed frames per round (default: 150 at 320x240, scaled down for larger frames)")
+    parser.add_argument("--rounds", type=int, default=3, metavar="R", help="interleaved rounds (default 3)")
+    parser.add_argument("--data", type=Path, default=None, metavar="DIR",
+                        help="shared data folder holding bgs/cdnet2014/highway (default: $OLK_DATA_DIR or "
+                             "../shared/data); a synthetic clip is used when absent")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+
+
+def _parse_size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"--size takes WIDTHxHEIGHT, e.g. 320x240; got {text!r}") from None
+    if w < 8 or h < 8:
+        raise ValueError(f"--size must be at least 8x8, got {text!r}")
+    return w, h
+
+
+def _synthetic_frames(n: int, w: int = 320, h: int = 240, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:h, 0:w]
+    base = np.stack([60 + 0.3 * xx, 90 + 0.2 * yy, 120 + 0.1 * (xx + yy)], axis=-1)
+    out = []
+    for t in range(n):
+        fr = base + rng.normal(0, 4, base.shape)
+        for k in range(3):
+            x0 = int((t * (3 + 2 * k) + 80 * k) % (w + 60)) - 60
+            y0 = 40 + 60 * k
+            fr[max(0, y0):y0 + 40, max(0, x0):max(0, x0 + 60)] = (30 + 70 * k, 200 - 50 * k, 90)
+        out.append(np.clip(fr, 0, 255).astype(np.uint8))
+    return out
+
+
+def load_frames(n: int, data: Path | None = None) -> tuple[list[np.ndarray], str]:
+    """``n`` BGR frames and where they came from (highway, else synthetic)."""
+    if data is None:
+        env = os.environ.get("OLK_DATA_DIR")
+        data = Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "data"
+    hw = Path(data) / "bgs" / "cdnet2014" / "highway"
+    if hw.is_dir():
+        from bgsub.cdnet import load_sequence
+
+        seq = load_sequence(hw)
+        # frames from the scored part (traffic present)
+        start = max(0, seq.temporal_roi[0] - 1)
+        numbers = seq.frames[start:start + n]
+        if len(numbers) == n:
+            return [seq.read_frame(k) for k in numbers], f"CDnet highway frames {numbers[0]}-{numbers[-1]}"
+    return _synthetic_frames(n), "synthetic clip"
+
+
+def _time_algo(algo: str, frames: list[np.ndarray], warmup: list[np.ndarray]) -> float:
+    import bgsub
+
+    sub = bgsub.create(algo)
+    for f in warmup:
+        sub.apply(f)
+    t0 = time.perf_counter()
+    for f in frames:
+        sub.apply(f)
+    return len(frames) / (time.perf_counter() - t0)
+
+
+def benchmark(algos, sizes, n_frames=None, rounds=3, data=None, log=None) -> dict:
+    """Time ``algos`` at each size; returns the JSON-ready report."""
+    counts = {}
+    for (w, h) in sizes:
+        counts[(w, h)] = n_frames or max(20, int(150 * (320 * 240) / (w * h)))
+    n_max = max(counts.values()) + 10
+    src, origin = load_frames(n_max, data)
+    report = {"source": origin, "rounds": rounds, "cpu_count": os.cpu_count(),
+              "numba_threads": _numba_threads(), "opencv_threads": cv2.getNumThreads(), "sizes": []}
+    for (w, h) in sizes:
+        n = counts[(w, h)]
+        frames = [cv2.resize(f, (w, h), interpolation=cv2.INTER_AREA if w < f.shape[1] else cv2.INTER_LINEAR)
+                  for f in src[: n + 10]]
+        warm, timed = frames[:10], frames[10:10 + n]
+        fps = {a: [] for a in algos}
+        for r in range(rounds):
+            order = list(algos[r % len(algos):]) + list(algos[:r % len(algos)])
+            for a in order:
+                fps[a].append(_time_algo(a, timed, warm))
+                if log:
+                    log(f"{w}x{h} round {r + 1}/{rounds} {a}: {fps[a][-1]:.1f} fps")
+        rows = []
+        for a in algos:
+            row = {"algo": a, "fps": statistics.median(fps[a]), "fps_rounds": fps[a]}
+            if "knn" in fps:
+                row["ratio_to_knn"] = statistics.median(x / k for x, k in zip(fps[a], fps["knn"]))
+            rows.append(row)
+        report["sizes"].append({"size": f"{w}x{h}", "frames": n, "results": rows})
+    return report
+
+
+def _numba_threads() -> int:
+    try:
+        import numba
+
+        return int(numba.get_num_threads())
+    except Exception:  # pragma: no cover
+        return 0
+
+
+def main(args: argparse.Namespace) -> int:
+    import bgsub
+
+    try:
+        algos = tuple(args.algos or DEFAULT_ALGOS)
+        for a in algos:
+            if a not in bgsub.algorithms():
+                raise ValueError(f"unknown algorithm {a!r}; choose from {', '.join(bgsub.algorithms())}")
+        sizes = [_parse_size(s) for s in (args.sizes or DEFAULT_SIZES)]
+        if args.rounds < 1:
+            raise ValueError(f"--rounds must be >= 1, got {args.rounds}")
+        if args.frames is not None and args.frames < 1:
+            raise ValueError(f"--frames must be >= 1, got {args.frames}")
+    except ValueError as exc:
+        print(f"bgsub bench: error: {exc}", file=sys.stderr)
+        return 2
+    log = None if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
+    rep = benchmark(algos, sizes, args.frames, args.rounds, args.data, log)
+    if args.json:
+        print(json.dumps(rep))
+        return 0
+    print(f"frames: {rep['source']}; {rep['rounds']} interleaved rounds; numba threads {rep['numba_threads']}, "
+          f"OpenCV threads {rep['opencv_threads']}")
+    for s in rep["sizes"]:
+        print(f"\n{s['size']} ({s['frames']} timed frames)")
+        print(f"{'algo':<8} {'fps':>9} {'x KNN':>7}")
+        for r in s["results"]:
+            ratio = r.get("ratio_to_knn")
+            print(f"{r['algo']:<8} {r['fps']:>9.1f} {ratio if ratio is None else f'{ratio:.2f}':>7}")
+    return 0
