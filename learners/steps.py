@@ -78,9 +78,24 @@ def norma_decay(eta, lam):
 
 
 @njit(cache=True)
+def _stationary_point(numerator, kxx):
+    """``numerator / k(x,x)``; for ``k(x,x) = 0`` (e.g. the linear kernel at x = 0, where
+    the new term is the zero function) the dual is linear in ``a`` and its maximum lies
+    at the bound ``numerator`` points to: +-1e300 (finite, as fastmath callers assume)
+    or 0, so the clipping picks that bound (no ZeroDivisionError)."""
+    if kxx > 0.0:
+        return numerator / kxx
+    if numerator > 0.0:
+        return 1e300
+    if numerator < 0.0:
+        return -1e300
+    return 0.0
+
+
+@njit(cache=True)
 def olk_c_multiplier(f, y, kxx, r, C):
     """OLK_C dual variable (eq. 30-33): ``clip((1 + r - y f) / k(x,x), 0, C)``."""
-    a = (1.0 + r - y * f) / kxx
+    a = _stationary_point(1.0 + r - y * f, kxx)
     if a < 0.0:
         return 0.0
     if a > C:
@@ -96,10 +111,10 @@ def olk_r_multipliers(f, y, kxx, r, C, epsilon):
     their sum is ``-2(1+r)eps/k(x,x) <= 0``, so at most one is positive; it is
     clipped to ``C``.
     """
-    a_bar = ((1.0 + r) * (y - epsilon) - f) / kxx
+    a_bar = _stationary_point((1.0 + r) * (y - epsilon) - f, kxx)
     if a_bar > 0.0:
         return min(a_bar, C), 0.0
-    a_star_bar = (f - (1.0 + r) * (y + epsilon)) / kxx
+    a_star_bar = _stationary_point(f - (1.0 + r) * (y + epsilon), kxx)
     if a_star_bar > 0.0:
         return 0.0, min(a_star_bar, C)
     return 0.0, 0.0
@@ -108,7 +123,7 @@ def olk_r_multipliers(f, y, kxx, r, C, epsilon):
 @njit(cache=True)
 def olk_n_multiplier(f, kxx, r, nu, C):
     """OLK_N dual variable (eq. 65-67): ``clip((1 + r - f) / k(x,x), nu, C)``."""
-    a = (1.0 + r - f) / kxx
+    a = _stationary_point(1.0 + r - f, kxx)
     if a < nu:
         return nu
     if a > C:
@@ -405,4 +420,3 @@ def __getattr__(name):  # pragma: no cover - helpful error for typos
     raise AttributeError(f"module 'learners.steps' has no attribute {name!r}")
 
 
-del math
