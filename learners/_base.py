@@ -40,8 +40,8 @@ class OnlineKernelEstimator(BaseEstimator):
     def _check_kernel_params(self):
         check_choice("kernel", self.kernel, KERNELS)
         width = check_real("width", self.width, low=0.0, low_open=True)
-        degree = check_real("degree", self.degree, low=0.0, low_open=True)
-        coef0 = check_real("coef0", self.coef0)
+        degree = float(check_int("degree", self.degree, low=1))
+        coef0 = check_real("coef0", self.coef0, low=0.0)
         budget = check_int("budget", self.budget, low=1, allow_none=True)
         sv_threshold = check_real("sv_threshold", self.sv_threshold, low=0.0)
         n_passes = check_int("n_passes", self.n_passes, low=1)

@@ -57,11 +57,12 @@ def check_int(name, value, *, low=None, allow_none=False):
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        if isinstance(value, numbers.Real) and float(value).is_integer():
-            value = int(value)
-        else:
-            extra = " or None" if allow_none else ""
+        extra = " or None" if allow_none else ""
+        if not isinstance(value, numbers.Real) or isinstance(value, bool):
             raise TypeError(f"{name} must be an integer >= {low}{extra}, got {_describe(value)}")
+        if not (math.isfinite(value) and float(value).is_integer()):
+            raise ValueError(f"{name} must be an integer >= {low}{extra}, got {_describe(value)}")
+        value = int(value)
     value = int(value)
     if low is not None and value < low:
         extra = " (or None for no limit)" if allow_none else ""

@@ -11,10 +11,10 @@ kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default "gaussian"
     ``(<x, y> + coef0) ** degree``, ``<x, y>``.
 width : float > 0, default 1.0
     Kernel length scale, in the units of the features (Gaussian, Laplacian).
-degree : float > 0, default 3.0
+degree : int >= 1, default 3
     Polynomial degree.
-coef0 : float, default 1.0
-    Polynomial constant term.
+coef0 : float >= 0, default 1.0
+    Polynomial constant term (>= 0 keeps the kernel positive semi-definite).
 eta : float > 0, default 0.1
     Step size (learning rate); dimensionless, in units of ``f`` per unit loss slope.
 learning_rate : {"constant", "invsqrt"}, default "constant"
@@ -116,7 +116,7 @@ class NORMAClassifier(BinaryClassifierMixin, ClassifierMixin, _NORMABase):
         Margin in force: learnt for ``loss="nu"``, ``margin`` for hinge, 0 for the perceptron.""" + _FITTED_DOC + """
     """
 
-    def __init__(self, *, loss="hinge", kernel="gaussian", width=1.0, degree=3.0, coef0=1.0, eta=0.1,
+    def __init__(self, *, loss="hinge", kernel="gaussian", width=1.0, degree=3, coef0=1.0, eta=0.1,
                  learning_rate="constant", lam=0.01, margin=1.0, nu=0.5, fit_intercept=True,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
         self.loss = loss
@@ -249,7 +249,7 @@ class NORMARegressor(RegressorMixin, _NORMABase):
         Huber threshold in force (learnt by ``"adaptive_huber"``).""" + _FITTED_DOC + """
     """
 
-    def __init__(self, *, loss="squared", kernel="gaussian", width=1.0, degree=3.0, coef0=1.0, eta=0.1,
+    def __init__(self, *, loss="squared", kernel="gaussian", width=1.0, degree=3, coef0=1.0, eta=0.1,
                  learning_rate="constant", lam=0.01, epsilon=0.1, sigma=1.0, nu=0.5, fit_intercept=True,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
         self.loss = loss
@@ -367,7 +367,7 @@ class NORMAOneClass(OneClassMixin, OutlierMixin, _NORMABase):
         Equal to ``rho_``: ``decision_function = score_samples - offset_``.""" + _FITTED_DOC + """
     """
 
-    def __init__(self, *, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0, eta=0.1, learning_rate="invsqrt",
+    def __init__(self, *, kernel="gaussian", width=1.0, degree=3, coef0=1.0, eta=0.1, learning_rate="invsqrt",
                  lam=0.01, nu=0.1, budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False,
                  random_state=None):
         self.kernel = kernel

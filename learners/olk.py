@@ -12,10 +12,10 @@ kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default "gaussian"
     ``(<x, y> + coef0) ** degree``, ``<x, y>``.
 width : float > 0, default 1.0
     Kernel length scale ``p``, in the units of the features (Gaussian, Laplacian).
-degree : float > 0, default 3.0
+degree : int >= 1, default 3
     Polynomial degree.
-coef0 : float, default 1.0
-    Polynomial constant term.
+coef0 : float >= 0, default 1.0
+    Polynomial constant term (>= 0 keeps the kernel positive semi-definite).
 r : float >= 0
     Forgetting factor: every step divides all old coefficients by ``1 + r``, so a
     term's weight halves after about ``ln 2 / r`` steps (r = 0.001: ~693 steps).
@@ -100,7 +100,7 @@ class OLKClassifier(BinaryClassifierMixin, ClassifierMixin, _OLKBase):
     [0, 1]
     """
 
-    def __init__(self, *, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0, C=2.0, r=0.001,
+    def __init__(self, *, kernel="gaussian", width=1.0, degree=3, coef0=1.0, C=2.0, r=0.001,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
         self.kernel = kernel
         self.width = width
@@ -195,7 +195,7 @@ class OLKRegressor(RegressorMixin, _OLKBase):
         Constant term of ``f``: always 0.""" + _FITTED_DOC + """
     """
 
-    def __init__(self, *, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0, C=1.0, r=0.001, epsilon=0.1,
+    def __init__(self, *, kernel="gaussian", width=1.0, degree=3, coef0=1.0, C=1.0, r=0.001, epsilon=0.1,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
         self.kernel = kernel
         self.width = width
@@ -298,7 +298,7 @@ class OLKOneClass(OneClassMixin, OutlierMixin, _OLKBase):
         ``1 + rho_``: ``decision_function = score_samples - offset_``.""" + _FITTED_DOC + """
     """
 
-    def __init__(self, *, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0, C=0.2, nu=0.1, r=0.001,
+    def __init__(self, *, kernel="gaussian", width=1.0, degree=3, coef0=1.0, C=0.2, nu=0.1, r=0.001,
                  rho_rule="paper", budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False,
                  random_state=None):
         self.kernel = kernel

@@ -250,6 +250,8 @@ def test_unfitted_errors():
     (OLKOneClass, dict(nu=1.5, C=2.0), r"nu must be in \(0, 1\], got 1.5"),
     (OLKOneClass, dict(rho_rule="other"), r"rho_rule must be one of 'paper', 'primal', got 'other'"),
     (OLKClassifier, dict(C=0), r"C must be > 0, got 0"),
+    (OLKClassifier, dict(kernel="polynomial", degree=1.5), r"degree must be an integer >= 1, got 1.5"),
+    (OLKClassifier, dict(kernel="polynomial", coef0=-1), r"coef0 must be >= 0, got -1"),
     (OLKClassifier, dict(kernel="rbf"), r"kernel must be one of 'gaussian', 'laplacian', 'polynomial', 'linear'"),
     (NORMAClassifier, dict(eta=0), r"eta must be > 0, got 0"),
     (NORMAClassifier, dict(loss="log"), r"loss must be one of 'hinge', 'nu', 'perceptron', got 'log'"),
@@ -274,8 +276,10 @@ def test_parameter_types():
     X, y, _ = _data(14, n=10)
     with pytest.raises(TypeError, match="width must be a real number"):
         OLKClassifier(width="wide").fit(X, y)
-    with pytest.raises(TypeError, match="budget must be an integer"):
+    with pytest.raises(ValueError, match="budget must be an integer >= 1 or None, got 2.5"):
         OLKClassifier(budget=2.5).fit(X, y)
+    with pytest.raises(TypeError, match="budget must be an integer"):
+        OLKClassifier(budget="all").fit(X, y)
 
 
 @pytest.mark.parametrize("cls", ALL)
@@ -318,3 +322,13 @@ def test_classifier_label_errors():
         est.partial_fit(X[3:5], [2, 1], classes=[0, 1])
     with pytest.raises(ValueError, match="exactly 2 labels"):
         OLKClassifier().partial_fit(X[:3], [1, 1, 1], classes=[0, 1, 2])
+
+
+def test_linear_kernel_with_zero_rows():
+    X = np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 0.0], [2.0, 0.0]])
+    for est in (OLKRegressor(kernel="linear", epsilon=0.0).fit(X, [1.0, 2.0, 0.0, 1.0]),
+                OLKClassifier(kernel="linear").fit(X, [0, 1, 0, 1]), OLKOneClass(kernel="linear").fit(X),
+                OLKOneClass(kernel="polynomial", degree=2, coef0=0.0).fit(X)):
+        assert np.isfinite(est.dual_coef_).all()
+        out = est.predict(X) if isinstance(est, OLKRegressor) else est.decision_function(X)
+        assert np.isfinite(out).all()

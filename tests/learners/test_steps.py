@@ -272,3 +272,19 @@ def test_olk_n_rho_rules():
 def test_norma_decays():
     assert steps.norma_decay(0.1, 0.01) == pytest.approx(0.999)
     assert steps.olk_decay(0.001) == pytest.approx(1 / 1.001)
+
+
+def test_zero_self_kernel_does_not_divide_by_zero():
+    """Linear kernel at x = 0: k(x, .) = 0 and f(x) = 0; the dual is linear in a, so a sits at a bound."""
+    assert steps.olk_c_multiplier(0.0, 1.0, 0.0, 0.0, 2.0) == 2.0
+    assert steps.olk_n_multiplier(0.0, 0.0, 0.0, 0.1, 0.2) == 0.2
+    assert steps.olk_r_multipliers(0.0, 1.0, 0.0, 0.0, 1.0, 0.1) == (1.0, 0.0)
+    assert steps.olk_r_multipliers(0.0, -1.0, 0.0, 0.0, 1.0, 0.1) == (0.0, 1.0)
+    assert steps.olk_r_multipliers(0.0, 0.05, 0.0, 0.0, 1.0, 0.1) == (0.0, 0.0)
+    jit = JitExpansion(2, 8, "linear")
+    zero = np.zeros(2)
+    f, alpha = steps.olk_r_step(zero, 1.0, jit.sv, jit.coef, jit.ring, jit.scale, 0.0, 1.0, 0.0, *jit.kargs, 0.0)
+    assert (f, alpha) == (0.0, 1.0)
+    f, a, rho = steps.olk_n_step(zero, jit.sv, jit.coef, jit.ring, jit.scale, 0.0, 0.1, 0.2, 0.0, steps.RHO_PAPER,
+                                 *jit.kargs, 0.0)
+    assert np.isfinite([f, a, rho]).all()
