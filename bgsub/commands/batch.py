@@ -187,7 +187,8 @@ def _init_worker(progress_queue, stop_event, parent_pid: int, algo: str, params:
     # Ctrl-C goes to the whole process group: the parent decides, through
     # stop_event, so that a worker never dies half-way through a write.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _worker_state.update(queue=progress_queue, stop=stop_event, parent=parent_pid)
+    _worker_state.update(queue=progress_queue, stop=stop_event, batch_pid=parent_pid,
+                         ppid=os.getppid(), polls=0)
     # Warm up: compile (or load from numba's cache) the subtractor's kernels
     # once, so that the first video's fps is not the compiler's.
     try:
@@ -207,9 +208,22 @@ def _stop_requested() -> bool:
     stop = _worker_state.get("stop")
     if stop is not None and stop.is_set():
         return True
-    parent = _worker_state.get("parent")
-    # The batch was killed: stop instead of writing on as an orphan.
-    return parent is not None and os.getppid() != parent
+    # The batch was killed: stop instead of writing on as an orphan. The
+    # worker's parent is the batch or its fork server; either one gone means
+    # nobody is waiting for this work.
+    if "ppid" not in _worker_state:
+        return False
+    if os.getppid() != _worker_state["ppid"]:
+        return True
+    _worker_state["polls"] += 1
+    if _worker_state["polls"] % 10 == 0:
+        try:
+            os.kill(_worker_state["batch_pid"], 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass
+    return False
 
 
 class _Interrupted(Exception):
@@ -353,7 +367,7 @@ def run_batch(
     max_frames: int | None = None,
     overwrite: bool = False,
     progress: bool = True,
-    log=sys.stderr,
+    log=None,
 ) -> Manifest:
     """Process every input under ``in_dir`` into ``out_dir``; see the module docstring.
 
@@ -369,6 +383,7 @@ def run_batch(
         For a missing ``in_dir``, an ``out_dir`` holding another configuration's
         results (without ``overwrite``), or no inputs found.
     """
+    log = log if log is not None else sys.stderr
     in_dir, out_dir = Path(in_dir), Path(out_dir)
     if not in_dir.is_dir():
         raise ConfigError(f"{in_dir} is not a folder" if in_dir.exists() else f"{in_dir} does not exist")
@@ -476,8 +491,21 @@ def _describe(cfg: dict) -> str:
     return text.strip()
 
 
+def _pool_context():
+    """Fresh worker processes, never a fork of this (possibly threaded) one.
+
+    Where available, a fork server that imported bgsub once forks the workers
+    (fast start, and it is reused by later batches of this process); else spawn.
+    """
+    if "forkserver" in mp.get_all_start_methods():
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(["bgsub.commands.batch"])
+        return ctx
+    return mp.get_context("spawn")
+
+
 def _run_pool(todo, manifest, algo, params, n_workers, mask_video, max_frames, progress, log) -> bool:
-    ctx = mp.get_context("spawn")
+    ctx = _pool_context()
     progress_queue = ctx.Queue()
     stop_event = ctx.Event()
     bar = None
