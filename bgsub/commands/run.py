@@ -507,6 +507,13 @@ def main(args: argparse.Namespace) -> int:
                 on_frame=_chain(tick if bar is not None else None, status,
                                 preview.update if preview is not None else None),
             )
+        except (SourceError, OSError) as exc:
+            if bar is not None:
+                bar.close()
+                bar = None
+            written = f"; {masks.count} masks written to {masks.folder}" if masks is not None else ""
+            print(f"bgsub run: stopped at frame {source.frames_read + 1}: {exc}{written}", file=sys.stderr)
+            return 1
         finally:
             if bar is not None:
                 bar.close()

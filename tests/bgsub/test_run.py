@@ -216,3 +216,32 @@ def test_show_without_a_display_says_so(clip, monkeypatch, capsys):
 def test_list_cameras(capsys):
     assert cli(["run", "--list-cameras"]) == 0
     assert capsys.readouterr().out.startswith("cameras: ")
+
+
+def test_a_bad_frame_mid_run_stops_with_the_reason_and_keeps_earlier_masks(tmp_path, capsys):
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    for i in (1, 2):
+        cv2.imwrite(str(folder / f"{i}.png"), np.full((24, 32, 3), 60 * i, np.uint8))
+    cv2.imwrite(str(folder / "3.png"), np.zeros((30, 32, 3), np.uint8))
+    out = tmp_path / "masks"
+    assert cli(["run", str(folder), "--algo", "knn", "--out", str(out), "--quiet"]) == 1
+    assert "stopped at frame 3" in capsys.readouterr().err
+    assert_masks(out, [1, 2], (24, 32))
+
+
+def test_camera_status_line_reports_fps(clip):
+    import io
+
+    from bgsub.commands.run import _CameraStatus
+    from bgsub.sources import open_source
+
+    stream = io.StringIO()
+    status = _CameraStatus("camera 0", stream=stream)
+    with open_source(clip) as src:
+        for frame in src:
+            status(frame, np.zeros(frame.image.shape[:2], np.uint8))
+            time.sleep(0.03)
+    status.close()
+    text = stream.getvalue()
+    assert "camera 0: " in text and " fps, foreground  0.0 %" in text and "(Ctrl-C stops)" in text
