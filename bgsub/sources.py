@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -190,6 +191,9 @@ class FrameSource:
         self.decode_errors = 0
         self.size: tuple[int, int] | None = None
         self.closed = False
+        # close() may come from another thread than the one iterating (a GUI
+        # closing a camera read by a worker): reads and release take turns.
+        self._lock = threading.RLock()
 
     # -- iteration ---------------------------------------------------------
     def __iter__(self) -> Iterator[Frame]:
@@ -388,9 +392,11 @@ class CameraSource(FrameSource):
         failures = 0
         delivered = 0
         while self.max_frames is None or delivered < self.max_frames:
-            if self.closed:
-                return
-            ok, image = self._cap.read()
+            with self._lock:
+                cap = self._cap
+                if self.closed or cap is None:
+                    return
+                ok, image = cap.read()
             if not ok or image is None:
                 failures += 1
                 self.decode_errors += 1
@@ -408,11 +414,14 @@ class CameraSource(FrameSource):
             yield frame
 
     def close(self) -> None:
-        cap = getattr(self, "_cap", None)
-        if cap is not None:
-            cap.release()
-            self._cap = None
-        super().close()
+        lock = getattr(self, "_lock", None)
+        if lock is None:
+            return
+        with lock:
+            cap, self._cap = getattr(self, "_cap", None), None
+            if cap is not None:
+                cap.release()
+            super().close()
 
 
 # --------------------------------------------------------------------------
@@ -513,13 +522,14 @@ class VideoSource(FrameSource):
 
     def _frames(self) -> Iterator[Frame]:
         self._finished = False
-        pending, self._first = self._first, None
-        if self._cap is None or pending is None:
-            # A second pass: reopen from the start.
-            if self._cap is not None:
-                self._cap.release()
-            self._cap = self._open()
-        cap = self._cap
+        with self._lock:
+            pending, self._first = self._first, None
+            if self._cap is None or pending is None:
+                # A second pass: reopen from the start.
+                if self._cap is not None:
+                    self._cap.release()
+                self._cap = self._open()
+            cap = self._cap
         expected = self.container_frame_count
         position = 0  # frames consumed from the container, decoded or not
         delivered = 0
@@ -528,9 +538,10 @@ class VideoSource(FrameSource):
             if pending is not None:
                 image, pending = pending, None
             else:
-                if self._cap is None:  # closed while iterating
-                    return
-                ok, image = cap.read()
+                with self._lock:
+                    if self._cap is not cap or self.closed:  # closed while iterating
+                        return
+                    ok, image = cap.read()
                 if not ok or image is None:
                     if self.is_live:
                         failures += 1
@@ -557,12 +568,15 @@ class VideoSource(FrameSource):
         self._finished = True
 
     def close(self) -> None:
-        cap = getattr(self, "_cap", None)
-        if cap is not None:
-            cap.release()
-            self._cap = None
-        self._first = None
-        super().close()
+        lock = getattr(self, "_lock", None)
+        if lock is None:
+            return
+        with lock:
+            cap, self._cap = getattr(self, "_cap", None), None
+            if cap is not None:
+                cap.release()
+            self._first = None
+            super().close()
 
 
 def _check_video_file(p: Path) -> None:

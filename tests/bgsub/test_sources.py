@@ -320,3 +320,27 @@ def test_bad_options():
         open_source(".", speed=2)
     with pytest.raises(SourceError, match="empty"):
         open_source("  ")
+
+
+def test_close_from_another_thread_ends_iteration_cleanly(tmp_path):
+    import threading
+
+    path = write_test_video(tmp_path / "long.avi", frames=200, size=(64, 48))
+    src = open_source(path)
+    got, errors, started = [], [], threading.Event()
+
+    def read():
+        try:
+            for frame in src:
+                got.append(frame.index)
+                started.set()
+        except Exception as exc:  # pragma: no cover - the failure being tested for
+            errors.append(exc)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    assert started.wait(30)
+    src.close()
+    reader.join(30)
+    assert not reader.is_alive() and errors == []
+    assert got == list(range(1, len(got) + 1))
