@@ -37,7 +37,6 @@ random_state : int, RandomState or None, default None
 
 from __future__ import annotations
 
-import numpy as np
 from sklearn.base import ClassifierMixin, OutlierMixin, RegressorMixin
 
 from learners import _stream
