@@ -12,7 +12,14 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
+
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import validate_data
+except ImportError:  # pragma: no cover - older scikit-learn
+    def validate_data(estimator, X="no_validation", y="no_validation", reset=True, ensure_all_finite=True,
+                      **kwargs):
+        return estimator._validate_data(X, y, reset=reset, force_all_finite=ensure_all_finite, **kwargs)
 
 from learners import _stream
 from learners._validation import check_bool, check_choice, check_int, check_real
@@ -243,6 +250,9 @@ class BinaryClassifierMixin:
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
         return tags
+
+    def _more_tags(self):  # scikit-learn < 1.6
+        return {"binary_only": True}
 
 
 class OneClassMixin:
