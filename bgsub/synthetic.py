@@ -37,9 +37,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import shutil
 import sys
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator
@@ -48,6 +46,7 @@ import cv2
 import numpy as np
 
 from bgsub.cdnet import LABEL_MOTION, LABEL_OUTSIDE_ROI, LABEL_SHADOW, LABEL_STATIC, LABEL_UNKNOWN
+from bgsub.writers import AtomicDir
 
 __all__ = ["SceneConfig", "MovingObject", "SyntheticScene", "write_sequence", "write_video", "main"]
 
@@ -526,16 +525,6 @@ def _paste_max(dst: np.ndarray, patch: np.ndarray, x0: int, y0: int) -> None:
 # ---------------------------------------------------------------------- writing
 
 
-def _atomic_dir_swap(tmp: Path, final: Path) -> None:
-    if final.exists():
-        old = final.with_name(f".{final.name}.old-{os.getpid()}")
-        os.replace(final, old)
-        os.replace(tmp, final)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(tmp, final)
-
-
 def write_sequence(
     scene: SyntheticScene,
     out: str | os.PathLike,
@@ -555,8 +544,8 @@ def write_sequence(
         ``out``.
     """
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    folder = AtomicDir(out)
+    tmp = folder.open()
     try:
         (tmp / "input").mkdir()
         (tmp / "groundtruth").mkdir()
@@ -577,9 +566,9 @@ def write_sequence(
         cv2.imwrite(str(tmp / "ROI.bmp"), np.where(scene.roi, 255, 0).astype(np.uint8))
         first, last = scene.temporal_roi
         (tmp / "temporalROI.txt").write_text(f"{first} {last}\n")
-        _atomic_dir_swap(tmp, out)
+        folder.commit()
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        folder.abort()
         raise
     return out
 

@@ -22,7 +22,6 @@ import math
 import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -378,10 +377,16 @@ class AtomicDir:
         self.tmp: Path | None = None
 
     def open(self) -> Path:
+        """Create the temporary folder (permissions as for any new folder) and return it."""
         self.final.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.final.name}.partial-{os.getpid()}-",
-                                         dir=self.final.parent))
-        return self.tmp
+        while True:
+            tmp = self.final.with_name(f".{self.final.name}.partial-{os.getpid()}-{os.urandom(4).hex()}")
+            try:
+                os.mkdir(tmp)  # unlike mkdtemp, honours the umask (not 0700)
+            except FileExistsError:
+                continue
+            self.tmp = tmp
+            return tmp
 
     def commit(self) -> Path:
         """Rename the temporary folder to ``final``."""

@@ -530,7 +530,8 @@ def _run_pool(todo, manifest, algo, params, n_workers, mask_video, max_frames, p
             except (OSError, EOFError, ValueError):
                 return
             if kind == "start":
-                manifest.items[key]["status"] = "running"
+                if manifest.items[key].get("status") == "pending":
+                    manifest.items[key]["status"] = "running"
                 if value is not None and value != expected.get(key) and bar is not None:
                     bar.total += value - expected.get(key, 0)
                     expected[key] = value
@@ -601,6 +602,11 @@ def _run_pool(todo, manifest, algo, params, n_workers, mask_video, max_frames, p
         drain()
         if bar is not None:
             bar.close()
+        if interrupted:
+            for job in todo:
+                if manifest.items[job.key].get("status") in ("pending", "running"):
+                    manifest.items[job.key]["status"] = "interrupted"
+            manifest.save()
     return interrupted
 
 

@@ -202,3 +202,40 @@ def test_batch_killed_mid_run_then_restarted(tmp_path):
     m = manifest(out)
     assert all(v["status"] == "done" for v in m["items"].values()) and len(m["items"]) == len(names)
     assert len(m["runs"]) == 2 and m["runs"][1]["skipped"] == len(finished)
+
+
+def test_batch_ctrl_c_stops_workers_and_discards_unfinished_folders(tmp_path):
+    root = tmp_path / "in"
+    root.mkdir()
+    first = write_test_video(root / "v1.avi", frames=40, size=(320, 240), seed=8)
+    names = [f"v{i}.avi" for i in range(1, 6)]
+    for name in names[1:]:
+        shutil.copy(first, root / name)
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bgsub.cli", "batch", str(root), str(out), "--algo", "knn", "--workers", "1",
+         "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and proc.poll() is None and not (out / "v1" / RESULT_FILE).is_file():
+            time.sleep(0.005)
+        assert proc.poll() is None
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, stderr
+    assert "interrupted: stopping the workers" in stderr
+    m = manifest(out)
+    statuses = {k: v["status"] for k, v in m["items"].items()}
+    assert statuses["v1.avi"] == "done"
+    assert set(statuses.values()) <= {"done", "interrupted"} and "interrupted" in statuses.values()
+    assert m["runs"][-1]["interrupted"] is True
+    for key, status in statuses.items():
+        folder = out / key[:-4]
+        assert folder.exists() == (status == "done")
+        if status == "done":
+            assert_complete(folder, 40, (240, 320))
+    assert [p.name for p in out.rglob(".*")] == []
