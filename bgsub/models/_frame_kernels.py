@@ -8,20 +8,21 @@ State is structure-of-arrays over the image:
 - ``rho`` : float64 ``(H, W)`` offsets;
 - ``scale`` : one float shared by all pixels (see :mod:`learners.expansion`).
 
-A frame is processed in two passes so that the update policy can look at the
-(post-processed) mask:
+A frame is one parallel region (:func:`olkn_frame`, :func:`norma_frame`): every
+pixel evaluates ``f_t(x)`` with :func:`learners.expansion.expansion_sum` (the
+Gaussian read from a table over integer squared distances), writes its score
+(OLK_N ``1 + rho - f``, nu-NORMA ``rho - f``) and raw mask (``score > 0``), and,
+when the update policy selects it, applies the very update function the scalar
+estimators use (:func:`learners.steps.olk_n_update`,
+:func:`learners.steps.norma_novelty_update`). With every pixel selected this is
+exactly ``olk_n_step`` (``norma_novelty_step``) per pixel. Random selection uses
+a counter-based hash of ``(seed, frame, pixel)``, so results do not depend on the
+thread schedule. :func:`score_frame` scores without learning (``learningRate=0``).
 
-1. :func:`score_frame` evaluates ``f_t(x)`` for every pixel with
-   :func:`learners.expansion.expansion_sum` (the Gaussian read from a table over
-   integer squared distances) and writes the score ``offset + rho - f`` (OLK_N:
-   ``offset = 1``; nu-NORMA: ``offset = 0``), ``f`` and the evicted term's share;
-2. :func:`olkn_update_frame` / :func:`norma_update_frame` apply, at the pixels
-   the policy selects, the very update functions the scalar estimators use
-   (:func:`learners.steps.olk_n_update`, :func:`learners.steps.norma_novelty_update`).
-
-With every pixel selected the pair is exactly ``olk_n_step`` (``norma_novelty_step``)
-per pixel. Random selection uses a counter-based hash of ``(seed, frame, pixel)``
-so results do not depend on the thread schedule.
+One region per frame matters: on the loaded 2-core dev machine each parallel
+region costs a thread wake-up (~0.5 ms measured at 64x48), and a separate update
+pass (plus numba turning ``np.zeros``/``sum`` into parallel loops of their own)
+tripled it.
 
 Per-pixel views. Slicing ``samples[i, j]`` inside a ``prange`` loop makes numba
 increment and decrement the parent array's reference count atomically for every
@@ -137,73 +138,6 @@ def _selected(fg, count, B, p_bg, p_fg, seed, frame_no, index):
     return _hash24(seed, frame_no, index) < p
 
 
-@njit(cache=True, parallel=True, fastmath=True)
-def olkn_update_frame(frame, samples, coef, ring, rho, scale, r, nu, C, rho_rule, f_in, oldest_in, mask,
-                      p_bg, p_fg, seed, frame_no):
-    """OLK_N update (:func:`learners.steps.olk_n_update`) at the selected pixels.
-
-    ``mask`` (uint8, 255 = foreground) chooses the probability: ``p_fg`` or
-    ``p_bg`` out of ``PROB_ONE``. A pixel whose buffer is not yet full always
-    steps. Returns the number of pixels that stepped. The caller then multiplies
-    the global scale by ``1 / (1 + r)``.
-    """
-    H = frame.shape[0]
-    W = frame.shape[1]
-    B = samples.shape[2]
-    nc = samples.shape[3]
-    fb = frame.ctypes.data
-    sb = samples.ctypes.data
-    cb = coef.ctypes.data
-    rb = ring.ctypes.data
-    stepped = np.zeros(H, dtype=np.int64)
-    for i in prange(H):
-        n = 0
-        for j in range(W):
-            p = i * W + j
-            if not _selected(mask[i, j] != 0, ring[i, j, 1], B, p_bg, p_fg, seed, frame_no, p):
-                continue
-            rg = _vec(ring, rb, p, 2)
-            a, new_rho = olk_n_update(_vec(frame, fb, p, nc), f_in[i, j], oldest_in[i, j], _mat(samples, sb, p, B, nc),
-                                      _vec(coef, cb, p, B), rg, scale, r, nu, C, rho[i, j], rho_rule, 1.0, 0.0)
-            rho[i, j] = new_rho
-            n += 1
-        stepped[i] = n
-    return stepped.sum()
-
-
-@njit(cache=True, parallel=True, fastmath=True)
-def norma_update_frame(frame, samples, coef, ring, rho, scale, eta, lam, nu, f_in, mask, p_bg, p_fg, seed,
-                       frame_no):
-    """nu-NORMA novelty update (:func:`learners.steps.norma_novelty_update`) at the selected pixels.
-
-    Same selection rule as :func:`olkn_update_frame`, except that a pixel always
-    steps while its buffer is empty. The caller then multiplies the global scale
-    by ``1 - eta * lam``.
-    """
-    H = frame.shape[0]
-    W = frame.shape[1]
-    B = samples.shape[2]
-    nc = samples.shape[3]
-    fb = frame.ctypes.data
-    sb = samples.ctypes.data
-    cb = coef.ctypes.data
-    rb = ring.ctypes.data
-    stepped = np.zeros(H, dtype=np.int64)
-    for i in prange(H):
-        n = 0
-        for j in range(W):
-            p = i * W + j
-            if not _selected(mask[i, j] != 0, 1 if ring[i, j, 1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p):
-                continue
-            alpha, new_rho = norma_novelty_update(_vec(frame, fb, p, nc), f_in[i, j], _mat(samples, sb, p, B, nc),
-                                                  _vec(coef, cb, p, B), _vec(ring, rb, p, 2), scale, eta, lam, nu,
-                                                  rho[i, j], 0.0)
-            rho[i, j] = new_rho
-            n += 1
-        stepped[i] = n
-    return stepped.sum()
-
-
 @njit(cache=True, parallel=True)
 def renormalise(coef, scale):
     """Fold the global scale into the stored coefficients (``coef *= scale``)."""
@@ -243,3 +177,77 @@ def background_image(samples, coef, ring, out):
             for c in range(C):
                 v = acc[c] / wsum if wsum > 0.0 else 0.0
                 out[i, j, c] = np.uint8(min(255.0, max(0.0, v + 0.5)))
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, p_bg, p_fg, seed, frame_no,
+               score, mask, stepped):
+    """One OLK_N frame in one pass: score every pixel, then step the selected ones.
+
+    Equivalent to :func:`score_frame` (``offset = 1``) followed by
+    :func:`olkn_update_frame` with the raw mask, in a single parallel region (one
+    thread wake-up per frame instead of two, each pixel's state read once).
+    ``stepped[i]`` receives the number of pixels of row ``i`` that stepped.
+    """
+    H = frame.shape[0]
+    W = frame.shape[1]
+    B = samples.shape[2]
+    nc = samples.shape[3]
+    fb = frame.ctypes.data
+    sb = samples.ctypes.data
+    cb = coef.ctypes.data
+    rb = ring.ctypes.data
+    for i in prange(H):
+        n = 0
+        for j in range(W):
+            p = i * W + j
+            x = _vec(frame, fb, p, nc)
+            sv = _mat(samples, sb, p, B, nc)
+            cf = _vec(coef, cb, p, B)
+            rg = _vec(ring, rb, p, 2)
+            total, oldest = expansion_sum(x, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+            f = scale * total
+            rho0 = rho[i, j]
+            sc = 1.0 + rho0 - f
+            fg = sc > 0.0
+            score[i, j] = sc
+            mask[i, j] = 255 if fg else 0
+            if _selected(fg, rg[1], B, p_bg, p_fg, seed, frame_no, p):
+                a, new_rho = olk_n_update(x, f, scale * oldest, sv, cf, rg, scale, r, nu, C, rho0, rho_rule, 1.0, 0.0)
+                rho[i, j] = new_rho
+                n += 1
+        stepped[i] = n
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg, p_fg, seed, frame_no,
+                score, mask, stepped):
+    """One nu-NORMA frame in one pass (score ``rho - f``, then the selected pixels step)."""
+    H = frame.shape[0]
+    W = frame.shape[1]
+    B = samples.shape[2]
+    nc = samples.shape[3]
+    fb = frame.ctypes.data
+    sb = samples.ctypes.data
+    cb = coef.ctypes.data
+    rb = ring.ctypes.data
+    for i in prange(H):
+        n = 0
+        for j in range(W):
+            p = i * W + j
+            x = _vec(frame, fb, p, nc)
+            sv = _mat(samples, sb, p, B, nc)
+            cf = _vec(coef, cb, p, B)
+            rg = _vec(ring, rb, p, 2)
+            total, oldest = expansion_sum(x, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+            f = scale * total
+            rho0 = rho[i, j]
+            sc = rho0 - f
+            fg = sc > 0.0
+            score[i, j] = sc
+            mask[i, j] = 255 if fg else 0
+            if _selected(fg, 1 if rg[1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p):
+                alpha, new_rho = norma_novelty_update(x, f, sv, cf, rg, scale, eta, lam, nu, rho0, 0.0)
+                rho[i, j] = new_rho
+                n += 1
+        stepped[i] = n

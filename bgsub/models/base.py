@@ -35,12 +35,12 @@ COMMON_PARAMS = (
               "model at the first frame: 'neighbours' fills each buffer with B steps on values of random "
               "3x3 neighbours of the first frame (ViBe-style, usable at once); 'empty' starts empty (paper)",
               "", choices=("neighbours", "empty"), live=False),
-    ParamSpec("update_prob", float, 1.0,
+    ParamSpec("update_prob", float, 0.25,
               "probability that a pixel classified background steps its learner in a frame", "", 0.0, 1.0),
-    ParamSpec("fg_update_prob", float, 1.0,
+    ParamSpec("fg_update_prob", float, 0.02,
               "probability that a pixel classified foreground steps its learner in a frame (1: the paper's "
               "unconditional update; small: stopped objects are not absorbed)", "", 0.0, 1.0),
-    ParamSpec("median", int, 0, "median filter of the mask, aperture (0: off; odd)", "pixels", 0, 15),
+    ParamSpec("median", int, 7, "median filter of the mask, aperture (0: off; odd)", "pixels", 0, 15),
     ParamSpec("open", int, 0, "morphological opening of the mask, square size (0: off)", "pixels", 0, 15),
     ParamSpec("close", int, 0, "morphological closing of the mask, square size (0: off)", "pixels", 0, 15),
     ParamSpec("min_area", int, 0, "remove foreground blobs smaller than this (0: off)", "pixels", 0, 100000),
@@ -57,8 +57,9 @@ def _prob(p: float) -> int:
 class PixelKernelSubtractor:
     """Base class: a tiny online novelty detector per pixel, all stepped at once.
 
-    Subclasses define ``_SPECS`` (tuple of ParamSpec), ``_score_offset`` and
-    ``_update(frame, p_bg, p_fg)`` / ``_decay()``.
+    Subclasses define ``_SPECS`` (tuple of ParamSpec), ``_score_offset``,
+    ``_frame(img, p_bg, p_fg, mask_out)`` (the fused jitted frame step) and
+    ``_decay()``.
 
     Attributes
     ----------
@@ -172,6 +173,7 @@ class PixelKernelSubtractor:
         self._f = np.zeros((H, W), dtype=np.float64)
         self._oldest = np.zeros((H, W), dtype=np.float64)
         self._rawmask = np.zeros((H, W), dtype=np.uint8)
+        self._stepped = np.zeros(H, dtype=np.int64)
         self._mask = self._rawmask
 
     def lut(self) -> np.ndarray:
@@ -269,22 +271,27 @@ class PixelKernelSubtractor:
             self._allocate(img.shape[0], img.shape[1], img.shape[2])
             if self.params["init"] == "neighbours":
                 self._init_from_neighbours(img)
-        fk.score_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
-                       self._score_offset, self._score, self._f, self._oldest, self._rawmask)
-        mask = self._postprocess(self._rawmask)
-        self._mask = mask
-        if lr != 0.0:
-            p_bg = _prob(self.params["update_prob"] if lr == -1 else lr)
-            p_fg = _prob(self.params["fg_update_prob"])
+        if lr == 0.0:
+            fk.score_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
+                           self._score_offset, self._score, self._f, self._oldest, self._rawmask)
+        else:
             # The policy looks at the raw classification (score > 0), so that
             # post-processing only filters the output.
-            self.n_steps_ += int(self._update(img, self._rawmask, p_bg, p_fg))
-            self.scale_ *= self._decay()
-            if needs_renormalise(self.scale_):
-                fk.renormalise(self.coef_, self.scale_)
-                self.scale_ = 1.0
+            p_bg = _prob(self.params["update_prob"] if lr == -1 else lr)
+            p_fg = _prob(self.params["fg_update_prob"])
+            self._frame(img, p_bg, p_fg, self._rawmask)
+            self.n_steps_ += int(self._stepped.sum())
+            self._advance_scale()
+        mask = self._postprocess(self._rawmask)
+        self._mask = mask
         self.n_frames_ += 1
         return mask.copy()
+
+    def _advance_scale(self) -> None:
+        self.scale_ *= self._decay()
+        if needs_renormalise(self.scale_):
+            fk.renormalise(self.coef_, self.scale_)
+            self.scale_ = 1.0
 
     def _init_from_neighbours(self, img: np.ndarray) -> None:
         """Fill every buffer with ``B`` learner steps on random 3x3 neighbours of ``img``.
@@ -298,7 +305,7 @@ class PixelKernelSubtractor:
         rng = np.random.default_rng(self.params["seed"])
         rows = np.arange(H)[:, None]
         cols = np.arange(W)[None, :]
-        ones = np.full((H, W), 0, np.uint8)
+        scratch = np.zeros((H, W), np.uint8)
         for b in range(self.params["budget"]):
             if b == 0:
                 x = img
@@ -306,10 +313,9 @@ class PixelKernelSubtractor:
                 yy = np.clip(rows + rng.integers(-1, 2, size=(H, W)), 0, H - 1)
                 xx = np.clip(cols + rng.integers(-1, 2, size=(H, W)), 0, W - 1)
                 x = np.ascontiguousarray(img[yy, xx])
-            fk.score_frame(x, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
-                           self._score_offset, self._score, self._f, self._oldest, self._rawmask)
-            self.n_steps_ += int(self._update(x, ones, _PROB_ONE, _PROB_ONE))
-            self.scale_ *= self._decay()
+            self._frame(x, _PROB_ONE, _PROB_ONE, scratch)
+            self.n_steps_ += int(self._stepped.sum())
+            self._advance_scale()
 
     def getScoreMap(self) -> np.ndarray | None:
         """float32 (H, W) novelty score of the last frame; ``> 0`` is the raw foreground.
@@ -334,7 +340,8 @@ class PixelKernelSubtractor:
         return None if self._score is None else self._rawmask.copy()
 
     # subclass hooks
-    def _update(self, img: np.ndarray, mask: np.ndarray, p_bg: int, p_fg: int) -> int:
+    def _frame(self, img: np.ndarray, p_bg: int, p_fg: int, mask_out: np.ndarray) -> None:
+        """Score ``img`` into ``self._score``/``mask_out`` and step the selected pixels (one jitted pass)."""
         raise NotImplementedError
 
     def _decay(self) -> float:

@@ -67,11 +67,11 @@ class NORMASubtractor(PixelKernelSubtractor):
         R = (self.params["budget"] + 2) * self.params["eta"]
         return (-R, R)
 
-    def _update(self, img, mask, p_bg, p_fg):
+    def _frame(self, img, p_bg, p_fg, mask_out):
         p = self.params
-        return fk.norma_update_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_,
-                                     p["eta"], p["lam"], p["nu"], self._f, mask, p_bg, p_fg, p["seed"],
-                                     self.n_frames_)
+        fk.norma_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["eta"],
+                       p["lam"], p["nu"], p_bg, p_fg, p["seed"], self.n_frames_, self._score, mask_out,
+                       self._stepped)
 
     def _decay(self) -> float:
         return float(norma_decay(self.params["eta"], self.params["lam"]))

@@ -20,7 +20,7 @@ from learners.steps import RHO_RULES, olk_decay
 __all__ = ["OLKNSubtractor", "createOLKN", "OLKN_PARAMS", "OLKN_PRESETS"]
 
 OLKN_PARAMS = (
-    ParamSpec("width", float, 10.0, "Gaussian kernel width p in k(x,y) = exp(-||x-y||^2/p^2)",
+    ParamSpec("width", float, 45.0, "Gaussian kernel width p in k(x,y) = exp(-||x-y||^2/p^2)",
               "pixel value 0-255", 0.5, 255.0),
     ParamSpec("r", float, 0.001, "forgetting factor: old coefficients are divided by 1 + r every frame",
               "per frame", 0.0, 1.0),
@@ -74,11 +74,11 @@ class OLKNSubtractor(PixelKernelSubtractor):
         R = max(self.params["budget"] * self.params["C"], 1.0) + 1.0
         return (-R, R)
 
-    def _update(self, img, mask, p_bg, p_fg):
+    def _frame(self, img, p_bg, p_fg, mask_out):
         p = self.params
-        return fk.olkn_update_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_,
-                                    p["r"], p["nu"], p["C"], RHO_RULES[p["rho_rule"]], self._f, self._oldest,
-                                    mask, p_bg, p_fg, p["seed"], self.n_frames_)
+        fk.olkn_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["r"],
+                      p["nu"], p["C"], RHO_RULES[p["rho_rule"]], p_bg, p_fg, p["seed"], self.n_frames_,
+                      self._score, mask_out, self._stepped)
 
     def _decay(self) -> float:
         return float(olk_decay(self.params["r"]))

@@ -1,0 +1,127 @@
+"""``bgsub eval`` and ``bgsub bench`` end to end, on real files."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import cv2
+import numpy as np
+import pytest
+
+from bgsub.cli import main as cli_main
+from bgsub.commands.eval import evaluate_sequence
+from bgsub.cdnet import load_sequence
+from bgsub.metrics import frame_counts
+
+
+def _write_sequence(root, n=40, first=11, size=(48, 64), last=None):
+    """A CDnet-layout folder: noisy background, a square crossing it, exact ground truth."""
+    rng = np.random.default_rng(0)
+    H, W = size
+    (root / "input").mkdir(parents=True)
+    (root / "groundtruth").mkdir()
+    yy, xx = np.mgrid[0:H, 0:W]
+    base = np.stack([60 + xx, 100 + yy, 140 + 0 * xx], -1).astype(float)
+    for t in range(1, n + 1):
+        fr = base + rng.normal(0, 2, base.shape)
+        gt = np.zeros((H, W), np.uint8)
+        if t >= first - 3:  # the object enters near the end of the warm-up
+            x0 = (2 * t) % (W - 14)
+            fr[10:24, x0:x0 + 14] = (230, 30, 30)
+            gt[10:24, x0:x0 + 14] = 255
+        gt[0:2, :] = 170  # unknown: ignored
+        cv2.imwrite(str(root / "input" / f"in{t:06d}.png"), np.clip(fr, 0, 255).astype(np.uint8))
+        cv2.imwrite(str(root / "groundtruth" / f"gt{t:06d}.png"), gt)
+    roi = np.full((H, W), 255, np.uint8)
+    roi[:, -4:] = 0
+    cv2.imwrite(str(root / "ROI.bmp"), roi)
+    (root / "temporalROI.txt").write_text(f"{first} {last or n + 50}\n")  # clipped to the frames present
+    return root
+
+
+def test_eval_json_on_a_written_sequence(tmp_path, capsys):
+    seq = _write_sequence(tmp_path / "cam1")
+    out = tmp_path / "masks"
+    rc = cli_main(["eval", str(seq), "--algo", "olkn", "--json", "--out", str(out), "--set", "width=25"])
+    assert rc == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["algo"] == "olkn" and rep["params"]["width"] == 25.0
+    (row,) = rep["sequences"]
+    assert set(row) == {"name", "frames", "F", "recall", "precision", "specificity", "FPR", "FNR", "PWC", "auc",
+                        "fps"}
+    assert row["name"] == "cam1" and row["frames"] == 30  # 11..40, clipped to the frames present
+    assert row["F"] > 0.8 and row["auc"] > 0.9 and row["fps"] > 0
+    assert rep["mean"]["F"] == pytest.approx(row["F"])
+    masks = sorted((out / "cam1").glob("bin*.png"))
+    assert len(masks) == 40 and masks[0].name == "bin000001.png"
+    # the written masks score exactly what eval reported
+    s = load_sequence(seq)
+    total = None
+    for n in range(11, 41):
+        m = cv2.imread(str(out / "cam1" / f"bin{n:06d}.png"), cv2.IMREAD_GRAYSCALE)
+        gt = s.read_groundtruth(n)
+        c = frame_counts(m, gt, s.roi(gt.shape))
+        total = c if total is None else total + c
+    assert total.metrics()["F"] == pytest.approx(row["F"])
+
+
+def test_eval_table_and_opencv_peer(tmp_path, capsys):
+    root = tmp_path / "data"
+    _write_sequence(root / "a", n=25, first=5)
+    _write_sequence(root / "b", n=25, first=5)
+    assert cli_main(["eval", str(root), "--algo", "knn", "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "a " in text and "b " in text and "mean" in text
+
+
+def test_eval_errors_are_clear(tmp_path, capsys):
+    assert cli_main(["eval", str(tmp_path / "missing"), "--algo", "olkn"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert cli_main(["eval", str(tmp_path / "empty")]) == 2
+    assert "not a CDnet-layout sequence" in capsys.readouterr().err
+    seq = _write_sequence(tmp_path / "s", n=5, first=1)
+    assert cli_main(["eval", str(seq), "--algo", "nope"]) == 2
+    assert "unknown algorithm" in capsys.readouterr().err
+    assert cli_main(["eval", str(seq), "--set", "width=-3"]) == 2
+    assert "width must be >=" in capsys.readouterr().err
+
+
+def test_evaluate_sequence_fps_excludes_decoding(tmp_path):
+    seq = load_sequence(_write_sequence(tmp_path / "s", n=12, first=3))
+
+    class Slow:
+        score_range = (-1.0, 1.0)
+
+        def apply(self, frame):
+            return np.zeros(frame.shape[:2], np.uint8)
+
+        def getScoreMap(self):
+            return np.full((48, 64), -1.0, np.float32)
+
+    r = evaluate_sequence(seq, Slow())
+    assert r["frames"] == 10 and r["recall"] == 0.0 and math.isnan(r["precision"])
+    assert r["fps"] > 1000  # apply() alone is trivial; decoding is not counted
+
+
+def test_eval_on_real_sbi_sequence(shared_data, capsys):
+    seq = shared_data / "bgs" / "sbi" / "IBMtest2"
+    if not seq.is_dir():
+        pytest.skip("SBI IBMtest2 not present")
+    assert cli_main(["eval", str(seq), "--algo", "olkn", "--json", "--max-frames", "45"]) == 0
+    row = json.loads(capsys.readouterr().out)["sequences"][0]
+    assert row["frames"] == 45 - 19 + 1 and 0.3 < row["F"] <= 1.0 and 0.5 < row["auc"] <= 1.0
+
+
+def test_bench_json_small(capsys):
+    rc = cli_main(["bench", "--json", "--size", "64x48", "--frames", "5", "--rounds", "1",
+                   "--algo", "olkn", "--algo", "knn", "--data", "/nonexistent"])
+    assert rc == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["source"] == "synthetic clip"
+    (size,) = rep["sizes"]
+    assert size["size"] == "64x48"
+    algos = {r["algo"]: r for r in size["results"]}
+    assert algos["knn"]["ratio_to_knn"] == pytest.approx(1.0)
+    assert algos["olkn"]["fps"] > 0
