@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 __all__ = ["main", "build_parser"]
@@ -89,23 +88,6 @@ def _source_spec(text: str):
     return int(text) if text.isdigit() else text
 
 
-def _save_png(widget, path: Path) -> None:
-    """Grab ``widget`` and write it to ``path`` as PNG (temporary file, then rename)."""
-    path = path.expanduser()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pixmap = widget.grab()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}", suffix=".png", dir=path.parent)
-    os.close(fd)
-    try:
-        if not pixmap.save(tmp, "PNG"):
-            raise OSError(f"cannot write the screenshot {path}")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the app; returns the exit status."""
     parser = build_parser()
@@ -127,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtWidgets import QApplication
 
     from bgsub import registry
+    from gui.headless import ScreenshotRun
     from gui.main_window import MainWindow
     from gui.model import Session
     from gui.qt_check import QtBindingError, check_qt_binding
@@ -159,56 +142,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.frames is not None:
         window.controller.set_frame_limit(args.frames)
 
-    outcome = {"code": 0}
-    if headless:
-        worker = window.controller.worker
-
-        def finish(code: int) -> None:
-            if outcome.get("done"):
-                return
-            outcome["done"] = True
-            outcome["code"] = code
-            # Let the last result and the layout reach the screen before grabbing.
-            QTimer.singleShot(300, take)
-
-        def take() -> None:
-            window._on_result_ready()
-            app.processEvents()
-            try:
-                _save_png(window, args.screenshot)
-                print(f"screenshot of {window.source_info.name if window.source_info else 'the window'} "
-                      f"after {window.last_result.processed if window.last_result else 0} frames: "
-                      f"{args.screenshot}")
-            except OSError as exc:
-                print(f"bgsub-gui: {exc}", file=sys.stderr)
-                outcome["code"] = 1
-            window.close()
-
-        def on_error(message: str) -> None:
-            print(f"bgsub-gui: {message}", file=sys.stderr)
-            if window.source_info is None or window.state == "failed":
-                finish(1)
-
-        worker.frameLimitReached.connect(lambda n: finish(0))
-        worker.error.connect(on_error)
-        worker.stateChanged.connect(lambda s: finish(0) if s == "ended" else None)
-        QTimer.singleShot(int(args.timeout * 1000), lambda: (print(
-            f"bgsub-gui: gave up after {args.timeout:g} s", file=sys.stderr), finish(1)))
-
+    run = ScreenshotRun(app, window, args.screenshot, args.timeout) if headless else None
     if args.source == SAMPLE:
         window.open_sample()
-        if window.last_error and headless:
-            print(f"bgsub-gui: {window.last_error}", file=sys.stderr)
-            outcome["code"] = 1
-            outcome["done"] = True
-            QTimer.singleShot(300, lambda: (_save_png(window, args.screenshot), window.close()))
     else:
         window.open_source(_source_spec(args.source))
-    if not args.paused or headless:
+    if run is not None and window.last_error:  # the sample could not be found
+        print(f"bgsub-gui: {window.last_error}", file=sys.stderr)
+        run.finish(1)
+    elif not args.paused or headless:
         window.play()
     code = app.exec()
     window.shutdown()
-    return outcome["code"] if headless else code
+    return run.exit_code if run is not None else code
 
 
 if __name__ == "__main__":  # pragma: no cover

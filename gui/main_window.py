@@ -117,7 +117,7 @@ class MainWindow(QMainWindow):
         worker.modelReset.connect(self._on_model_reset)
         worker.paramChanged.connect(self._on_param_changed)
         worker.paramRejected.connect(self.controls_show_param)
-        worker.algorithmRejected.connect(lambda algo, params: self.controls.show_algorithm(algo, params))
+        worker.algorithmRejected.connect(self._on_algorithm_rejected)
         worker.stateChanged.connect(self._on_state)
         worker.error.connect(self.show_error)
         worker.info.connect(self.show_message)
@@ -140,8 +140,8 @@ class MainWindow(QMainWindow):
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(self.views)
         right.addWidget(self.metrics)
-        right.setStretchFactor(0, 3)
-        right.setStretchFactor(1, 2)
+        right.setStretchFactor(0, 1)
+        right.setStretchFactor(1, 1)
         scroll = QScrollArea()
         scroll.setWidget(self.controls)
         scroll.setWidgetResizable(True)
@@ -375,6 +375,10 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ worker signals
 
     def _on_result_ready(self) -> None:
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Draw the newest processed frame now, if one is waiting."""
         result = self.controller.take_result()
         if result is None:
             return
@@ -409,6 +413,9 @@ class MainWindow(QMainWindow):
         self.controls.set_score_range(*change.score_range)
         if change.live:
             self.statusBar().showMessage(change.message)
+
+    def _on_algorithm_rejected(self, algo: str, params: dict) -> None:
+        self.controls.show_algorithm(algo, params)
 
     def controls_show_param(self, name: str, value: Any) -> None:
         """Show ``value`` in parameter ``name``'s widget (after a rejected change)."""

@@ -256,6 +256,11 @@ class LatestFrameReader:
                 raise StopIteration
             return None
 
+    @property
+    def running(self) -> bool:
+        """True while the reading thread is alive."""
+        return self._thread.is_alive()
+
     def stop(self, timeout: float = 2.0) -> None:
         """Ask the reading thread to end and wait up to ``timeout`` seconds for it."""
         self._stop.set()

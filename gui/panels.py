@@ -9,6 +9,7 @@ model.
 
 from __future__ import annotations
 
+import html
 import math
 from typing import Any
 
@@ -32,7 +33,7 @@ from bgsub import registry
 
 from gui.model import FrameResult, SourceInfo
 
-__all__ = ["ParameterForm", "ControlPanel", "MetricsPanel", "RESET_MARK"]
+__all__ = ["ParameterForm", "ControlPanel", "MetricsPanel", "RESET_MARK", "describe_range", "param_label_html"]
 
 #: Mark next to parameters whose change rebuilds the model.
 RESET_MARK = "\u21bb"
@@ -59,6 +60,19 @@ def describe_range(spec: registry.ParamSpec) -> str:
         unit = f" {spec.unit}" if spec.unit else ""
         return f"[{lo}, {hi}]{unit}"
     return spec.unit or "text"
+
+
+def param_label_html(spec: registry.ParamSpec, mark: str = "") -> str:
+    """Rich-text label: the name, then (grey, small) its accepted range and unit."""
+    extra = ""
+    if spec.type in (int, float):
+        extra = describe_range(spec)
+    elif spec.unit:
+        extra = spec.unit
+    name = html.escape(spec.name) + html.escape(mark)
+    if not extra:
+        return name
+    return f"{name}<br><span style='color:#777; font-size:small'>{html.escape(extra)}</span>"
 
 
 class ParameterForm(QWidget):
@@ -94,9 +108,8 @@ class ParameterForm(QWidget):
         for spec in self._specs.values():
             widget = self._make_widget(spec, values[spec.name])
             widget.setObjectName(f"param_{spec.name}")
-            unit = f" ({spec.unit})" if spec.unit and spec.type is not bool else ""
             mark = "" if spec.live else f" {RESET_MARK}"
-            label = QLabel(f"{spec.name}{unit}{mark}")
+            label = QLabel(param_label_html(spec, mark))
             label.setWordWrap(True)
             tip = f"{spec.doc}\nAccepted: {describe_range(spec)}; default {_fmt(spec.default)}."
             if not spec.live:
@@ -226,23 +239,6 @@ class ControlPanel(QWidget):
             transport.addWidget(b)
         layout.addLayout(transport)
 
-        algo_box = QGroupBox("Algorithm")
-        al = QVBoxLayout(algo_box)
-        self.algo_combo = QComboBox()
-        self.algo_combo.setObjectName("algoCombo")
-        for name in registry.algorithms():
-            self.algo_combo.addItem(name)
-        self.algo_combo.currentTextChanged.connect(self._on_algorithm)
-        al.addWidget(self.algo_combo)
-        self.algo_doc = QLabel("")
-        self.algo_doc.setWordWrap(True)
-        self.algo_doc.setStyleSheet("color: #555;")
-        al.addWidget(self.algo_doc)
-        self.params = ParameterForm()
-        self.params.paramEdited.connect(self.paramEdited)
-        al.addWidget(self.params)
-        layout.addWidget(algo_box)
-
         mask_box = QGroupBox("Mask")
         ml = QFormLayout(mask_box)
         self.threshold_spin = pg.SpinBox(value=0.0, bounds=(-1.0, 1.0), step=0.01, decimals=4, compactHeight=False)
@@ -268,6 +264,24 @@ class ControlPanel(QWidget):
         self.save_check.toggled.connect(self.saveToggled)
         ml.addRow(self.save_check)
         layout.addWidget(mask_box)
+
+        algo_box = QGroupBox("Algorithm")
+        al = QVBoxLayout(algo_box)
+        self.algo_combo = QComboBox()
+        self.algo_combo.setObjectName("algoCombo")
+        for name in registry.algorithms():
+            self.algo_combo.addItem(name)
+        self.algo_combo.currentTextChanged.connect(self._on_algorithm)
+        al.addWidget(self.algo_combo)
+        self.algo_doc = QLabel("")
+        self.algo_doc.setWordWrap(True)
+        self.algo_doc.setStyleSheet("color: #555;")
+        al.addWidget(self.algo_doc)
+        self.params = ParameterForm()
+        self.params.paramEdited.connect(self.paramEdited)
+        al.addWidget(self.params)
+        layout.addWidget(algo_box)
+
         layout.addStretch(1)
 
     def _on_algorithm(self, algo: str) -> None:

@@ -1,9 +1,11 @@
 """The image views: input frame, foreground mask and score map, side by side.
 
 The three views share one zoom and pan (their view boxes are linked), so a
-pixel sits at the same place in each. The score map has a colour map and a
-level control (a histogram with draggable levels). All images are row-major
-``(H, W[, 3])`` arrays, as OpenCV gives them.
+pixel sits at the same place in each. The score map has a diverging colour map
+centred on 0 (the subtractor's decision) and a level control (a histogram with
+draggable levels): the levels follow the scores (symmetric, 99th percentile of
+``|score|``) until the user moves them. All images are row-major ``(H, W[, 3])``
+arrays, as OpenCV gives them.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from gui.model import FrameResult
 
-__all__ = ["FrameViews", "overlay_mask", "SCORE_COLORMAP"]
+__all__ = ["FrameViews", "overlay_mask", "symmetric_levels", "SCORE_COLORMAP"]
 
 #: Diverging colour map: blue background, white at the threshold, red foreground.
 SCORE_COLORMAP = "CET-D1"
@@ -46,6 +48,21 @@ def overlay_mask(rgb: np.ndarray, mask: np.ndarray, color=OVERLAY_RGB, alpha: fl
     return out
 
 
+def symmetric_levels(score: np.ndarray, score_range: tuple[float, float],
+                     quantile: float = 99.0) -> tuple[float, float]:
+    """Levels ``(-q, q)`` with ``q`` the ``quantile`` percentile of ``|score|``.
+
+    Symmetric levels keep 0, the decision threshold, at the centre (white) of the
+    diverging colour map. ``q`` is clipped into the score range, and is never 0.
+    """
+    lo, hi = score_range
+    finite = np.abs(score[np.isfinite(score)])
+    q = float(np.percentile(finite, quantile)) if finite.size else 0.0
+    limit = max(abs(lo), abs(hi))
+    q = min(max(q, 1e-3 * limit, 1e-6), limit)
+    return -q, q
+
+
 class FrameViews(QWidget):
     """Input frame (optionally with the mask over it), mask and score map.
 
@@ -62,6 +79,8 @@ class FrameViews(QWidget):
         self._overlay = False
         self._last: FrameResult | None = None
         self._levels_range: tuple[float, float] | None = None
+        self._auto_levels = True
+        self._setting_levels = False
 
         self.canvas = pg.GraphicsLayoutWidget()
         self.canvas.setBackground("w")
@@ -82,6 +101,7 @@ class FrameViews(QWidget):
         self.histogram = pg.HistogramLUTItem(image=self.score_item, orientation="vertical")
         self.histogram.gradient.setColorMap(pg.colormap.get(SCORE_COLORMAP))
         self.histogram.sigLevelsChanged.connect(self._on_levels)
+        self.histogram.sigLevelChangeFinished.connect(self._on_user_levels)
         self.canvas.addItem(self.histogram, row=1, col=3)
 
         layout = QVBoxLayout(self)
@@ -107,9 +127,10 @@ class FrameViews(QWidget):
             self._draw_frame(self._last)
 
     def clear(self) -> None:
-        """Forget the images (a new source or a new model)."""
+        """Forget the images (a new source or a new model); levels follow the scores again."""
         self._last = None
         self._levels_range = None
+        self._auto_levels = True
         for item in (self.frame_item, self.mask_item, self.score_item):
             item.clear()
 
@@ -120,14 +141,12 @@ class FrameViews(QWidget):
         self._draw_frame(result)
         self.mask_item.setImage(result.mask, autoLevels=False, levels=(0, 255))
         if result.score is not None:
+            self.score_item.setImage(result.score, autoLevels=False)
             if self._levels_range != result.score_range:
                 self._levels_range = result.score_range
-                lo, hi = result.score_range
-                self.score_item.setImage(result.score, autoLevels=False, levels=(lo, hi))
-                self.histogram.setHistogramRange(lo, hi)
-                self.histogram.setLevels(lo, hi)
-            else:
-                self.score_item.setImage(result.score, autoLevels=False)
+                self._set_levels(*result.score_range, histogram=True)
+            if self._auto_levels:
+                self._set_levels(*symmetric_levels(result.score, result.score_range))
         else:
             self.score_item.clear()
         if first:
@@ -139,6 +158,29 @@ class FrameViews(QWidget):
         if self._overlay:
             rgb = overlay_mask(rgb, result.mask)
         self.frame_item.setImage(np.ascontiguousarray(rgb), autoLevels=False, levels=(0, 255))
+
+    @property
+    def auto_levels(self) -> bool:
+        """True while the score levels follow the scores (until the user moves them)."""
+        return self._auto_levels
+
+    def set_auto_levels(self, enabled: bool) -> None:
+        self._auto_levels = bool(enabled)
+        if enabled and self._last is not None and self._last.score is not None:
+            self._set_levels(*symmetric_levels(self._last.score, self._last.score_range))
+
+    def _set_levels(self, lo: float, hi: float, histogram: bool = False) -> None:
+        self._setting_levels = True
+        try:
+            if histogram:
+                self.histogram.setHistogramRange(lo, hi)
+            self.histogram.setLevels(lo, hi)
+        finally:
+            self._setting_levels = False
+
+    def _on_user_levels(self, *_args) -> None:
+        if not self._setting_levels:
+            self._auto_levels = False
 
     def _on_levels(self, *_args) -> None:
         lo, hi = self.histogram.getLevels()

@@ -235,3 +235,22 @@ def test_overlay_tints_the_foreground(qtbot, make_window, tiny_sequence):
     assert fg.any()
     assert (plain[fg] != tinted[fg]).any()
     assert (plain[~fg] == tinted[~fg]).all()
+
+
+def test_bundled_sample_from_the_file_menu(qtbot, make_window):
+    from bgsub.sample import sample_sequence
+
+    window = make_window("knn")
+    window.open_sample_action.trigger()
+    qtbot.waitUntil(lambda: window.source_info is not None, timeout=120000)
+    info = window.source_info
+    assert info.spec == str(sample_sequence()) and info.has_groundtruth
+    first, _last = info.temporal_roi
+    play_frames(qtbot, window, first + 4)
+    result = window.last_result
+    assert result.image.shape == (240, 320, 3)
+    assert result.scored_frames == 5
+    fpr, tpr = window.metrics.roc_curve.getData()
+    assert len(fpr) > 2
+    assert 0.0 <= float(window.metrics.auc_text()) <= 1.0
+    assert "sample" in window.windowTitle()

@@ -1,0 +1,125 @@
+"""Headless runs: play a number of frames, save a picture of the window, quit.
+
+Used by ``bgsub-gui SOURCE --frames N --screenshot FILE.png`` for documentation
+and checks, with ``QT_QPA_PLATFORM=offscreen``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QTimer, Slot
+from PySide6.QtWidgets import QApplication, QWidget
+
+from gui.worker import PlayState
+
+__all__ = ["ScreenshotRun", "save_png"]
+
+#: Time given to the last result and the layout to reach the window before grabbing.
+SETTLE_MS = 300
+
+
+def save_png(widget: QWidget, path: str | os.PathLike) -> Path:
+    """Grab ``widget`` into ``path`` as PNG (a temporary file, then a rename)."""
+    path = Path(path).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pixmap = widget.grab()
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}", suffix=".png", dir=path.parent)
+    os.close(fd)
+    try:
+        if not pixmap.save(tmp, "PNG"):
+            raise OSError(f"cannot write the screenshot {path}")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+class ScreenshotRun(QObject):
+    """Wait for the frame limit (or the end, or an error), grab the window, quit.
+
+    Lives in the GUI thread: the worker's signals reach its slots queued.
+
+    Parameters
+    ----------
+    app : QApplication
+    window : gui.main_window.MainWindow
+        Its worker must have a frame limit set.
+    path : path
+        Where the PNG goes.
+    timeout_s : float
+        Give up (exit status 1) after this many seconds.
+
+    Attributes
+    ----------
+    exit_code : int
+        0 when the picture was written after the frames played; 1 when the source
+        failed, the time ran out or the picture could not be written.
+    """
+
+    def __init__(self, app: QApplication, window, path: str | os.PathLike, timeout_s: float) -> None:
+        super().__init__(window)
+        self.app = app
+        self.window = window
+        self.path = Path(path)
+        self.exit_code = 0
+        self._done = False
+        worker = window.controller.worker
+        worker.frameLimitReached.connect(self._on_limit)
+        worker.stateChanged.connect(self._on_state)
+        worker.error.connect(self._on_error)
+        self._timeout = QTimer(self)
+        self._timeout.setSingleShot(True)
+        self._timeout.timeout.connect(self._on_timeout)
+        self._timeout.start(int(timeout_s * 1000))
+        self._timeout_s = timeout_s
+
+    def finish(self, code: int) -> None:
+        """Grab the window shortly (once) and quit with ``code``."""
+        if self._done:
+            return
+        self._done = True
+        self.exit_code = code
+        self._timeout.stop()
+        QTimer.singleShot(SETTLE_MS, self._take)
+
+    @Slot(int)
+    def _on_limit(self, _frames: int) -> None:
+        self.finish(0)
+
+    @Slot(str)
+    def _on_state(self, state: str) -> None:
+        if state == PlayState.ENDED:
+            self.finish(0)
+
+    @Slot(str)
+    def _on_error(self, message: str) -> None:
+        print(f"bgsub-gui: {message}", file=sys.stderr)
+        if self.window.state in (PlayState.FAILED, PlayState.IDLE):
+            self.finish(1)
+
+    @Slot()
+    def _on_timeout(self) -> None:
+        print(f"bgsub-gui: gave up after {self._timeout_s:g} s", file=sys.stderr)
+        self.finish(1)
+
+    @Slot()
+    def _take(self) -> None:
+        window = self.window
+        window.refresh()
+        self.app.processEvents()
+        try:
+            save_png(window, self.path)
+            name = window.source_info.name if window.source_info else "the window"
+            frames = window.last_result.processed if window.last_result else 0
+            print(f"screenshot of {name} after {frames} frames: {self.path}")
+        except OSError as exc:
+            print(f"bgsub-gui: {exc}", file=sys.stderr)
+            self.exit_code = 1
+        window.close()
+        self.app.quit()

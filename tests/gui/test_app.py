@@ -1,0 +1,84 @@
+"""``bgsub-gui`` as a user runs it: a real process, offscreen, writing a screenshot."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PySide6.QtGui import QImage
+
+from gui.app import build_parser
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_gui(args, tmp_path, timeout=240):
+    env = dict(os.environ)
+    env["QT_QPA_PLATFORM"] = "offscreen"
+    # Recent sources go to a settings file of the test's own.
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
+    env["HOME"] = str(tmp_path / "home")
+    code = "import sys; from gui.app import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def test_screenshot_of_a_sequence_then_exit_0(tmp_path, tiny_sequence):
+    shot = tmp_path / "shots" / "gui.png"
+    proc = run_gui([tiny_sequence, "--algo", "knn", "--set", "history=50", "--frames", "12",
+                    "--screenshot", shot, "--size", "900x600"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "after 12 frames" in proc.stdout
+    assert shot.stat().st_size > 10_000
+    image = QImage(str(shot))
+    assert not image.isNull()
+    assert (image.width(), image.height()) == (900, 600)
+    assert not list(shot.parent.glob(".*"))  # no temporary file left
+    assert (tmp_path / "config").is_dir()  # the recent list went there, not to the user's
+
+
+def test_screenshot_of_a_broken_file_shows_the_error_and_exits_1(tmp_path):
+    bad = tmp_path / "broken.mp4"
+    bad.write_bytes(b"")
+    shot = tmp_path / "error.png"
+    proc = run_gui([bad, "--algo", "knn", "--frames", "5", "--screenshot", shot], tmp_path)
+    assert proc.returncode == 1
+    assert "broken.mp4" in proc.stderr and "empty" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert shot.stat().st_size > 0
+
+
+def test_bad_arguments_are_refused_with_a_message(tmp_path, capsys):
+    from gui.app import main
+
+    for argv, message in (
+        (["--algo", "nope"], "unknown algorithm 'nope'"),
+        (["--algo", "knn", "--set", "history=-3"], "history must be >= 1"),
+        (["--algo", "knn", "--set", "history"], "--set takes key=value"),
+        (["--frames", "0"], "--frames must be >= 1"),
+        (["--size", "big"], "--size takes WIDTHxHEIGHT"),
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            main([*argv, "--screenshot", str(tmp_path / "x.png")])
+        assert exit_info.value.code == 2
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_parser_defaults_to_the_bundled_sample():
+    args = build_parser().parse_args([])
+    assert args.source == "sample" and args.screenshot is None
+
+
+def test_console_script_is_installed():
+    from importlib.metadata import entry_points
+
+    scripts = {e.name: e.value for e in entry_points(group="console_scripts")}
+    if "bgsub-gui" not in scripts:
+        pytest.skip("the project is not pip-installed here")
+    assert scripts["bgsub-gui"] == "gui.app:main"

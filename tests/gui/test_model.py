@@ -1,0 +1,261 @@
+"""The Qt-free session model: real sources, real subtractors, real metrics."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import cv2
+import numpy as np
+import pytest
+
+from bgsub import registry
+from bgsub.metrics import StreamingROC, frame_counts
+from bgsub.sources import Frame, SourceError, open_source
+from gui.model import LatestFrameReader, MaskSaver, Session, default_algorithm
+
+
+def run_all(session: Session) -> list:
+    results = []
+    while True:
+        try:
+            results.append(session.step())
+        except StopIteration:
+            return results
+
+
+def test_default_algorithm_prefers_the_kernel_subtractors():
+    names = registry.algorithms()
+    expected = next(n for n in ("olkn", "norma", "knn", "mog2") if n in names)
+    assert default_algorithm() == expected
+
+
+def test_session_scores_like_frame_counts_and_streaming_roc(tiny_sequence):
+    session = Session(algo="knn")
+    info = session.open(tiny_sequence)
+    assert info.kind == "cdnet" and info.has_groundtruth and info.temporal_roi == (4, 24)
+    results = run_all(session)
+    assert [r.index for r in results] == list(range(1, 25))
+    assert [r.scored for r in results] == [n >= 4 for n in range(1, 25)]
+
+    # The same masks and scores, scored independently with bgsub.metrics.
+    expected = None
+    roc = StreamingROC(*session.score_range)
+    with open_source(tiny_sequence) as source:
+        for frame, r in zip(source, results):
+            assert np.array_equal(frame.image, r.image)
+            if frame.index >= 4:
+                c = frame_counts(r.mask, frame.groundtruth, frame.roi)
+                expected = c if expected is None else expected + c
+                roc.update(r.score, frame.groundtruth, frame.roi)
+    last = results[-1]
+    assert last.counts == expected
+    assert last.scored_frames == 21
+    assert last.metrics["F"] == pytest.approx(expected.metrics()["F"])
+    assert last.roc.auc == pytest.approx(roc.auc())
+    assert 0.0 <= last.roc.auc <= 1.0
+    assert last.roc.operating_point == pytest.approx(roc.operating_point(0.0))
+    assert last.foreground_fraction == pytest.approx(np.count_nonzero(last.mask) / last.mask.size)
+    session.close()
+
+
+def test_no_roc_before_the_temporal_roi(tiny_sequence):
+    session = Session(algo="knn")
+    session.open(tiny_sequence)
+    first = [session.step() for _ in range(3)]
+    assert all(r.roc is None and r.counts is None and not r.scored for r in first)
+    session.close()
+
+
+def test_threshold_makes_the_mask_from_the_score(tiny_sequence):
+    session = Session(algo="knn", threshold=-0.5)
+    session.open(tiny_sequence)
+    results = run_all(session)
+    for r in results:
+        assert np.array_equal(r.mask, np.where(r.score > -0.5, 255, 0).astype(np.uint8))
+    with pytest.raises(ValueError, match="threshold must be a finite number"):
+        session.set_threshold(float("nan"))
+
+
+def test_parameter_needing_reset_rebuilds_and_clears_metrics(tiny_sequence):
+    session = Session(algo="knn")
+    session.open(tiny_sequence)
+    for _ in range(6):
+        session.step()
+    old = session.subtractor
+    change = session.set_param("history", 30)
+    assert not change.live and "reset" in change.message
+    assert session.subtractor is not old and session.subtractor.impl.getHistory() == 30
+    assert session.processed == 0
+    r = session.step()
+    assert r.index == 7 and r.processed == 1 and r.scored_frames == 1
+
+
+def test_bad_parameter_values_are_refused_and_the_old_value_kept():
+    session = Session(algo="knn")
+    with pytest.raises(ValueError, match="history must be >= 1"):
+        session.set_param("history", 0)
+    assert session.params["history"] == 500
+    with pytest.raises(ValueError, match="knn has no parameter 'width'"):
+        session.set_param("width", 3.0)
+
+
+needs_olkn = pytest.mark.skipif("olkn" not in registry.algorithms(), reason="olkn is not registered")
+
+
+@needs_olkn
+def test_live_parameter_keeps_the_learned_model(tiny_sequence):
+    session = Session(algo="olkn", params={"budget": 4})
+    session.open(tiny_sequence)
+    for _ in range(5):
+        session.step()
+    sub = session.subtractor
+    spec = {p.name: p for p in registry.param_specs("olkn")}
+    assert spec["width"].live
+    change = session.set_param("width", 12.5)
+    assert change.live and session.subtractor is sub
+    assert sub.get_params()["width"] == 12.5
+    assert session.processed == 5
+    assert not spec["budget"].live
+    change = session.set_param("budget", 6)
+    assert not change.live and session.subtractor is not sub
+    assert session.subtractor.get_params()["budget"] == 6
+
+
+@needs_olkn
+def test_value_refused_by_the_subtractor_keeps_the_old_one():
+    session = Session(algo="olkn")
+    nu = session.params["nu"]
+    with pytest.raises(ValueError, match="C must be > nu"):
+        session.set_param("C", nu / 2)
+    assert session.params["C"] > nu
+    assert session.subtractor.get_params()["C"] == session.params["C"]
+
+
+def test_restart_goes_back_to_the_first_frame(tiny_sequence):
+    session = Session(algo="mog2")
+    session.open(tiny_sequence)
+    for _ in range(10):
+        session.step()
+    old = session.subtractor
+    session.restart()
+    r = session.step()
+    assert r.index == 1 and r.processed == 1 and session.subtractor is not old
+
+
+def test_switching_algorithm(tiny_sequence):
+    session = Session(algo="knn")
+    session.open(tiny_sequence)
+    session.step()
+    session.set_algorithm("mog2", {"varThreshold": 25.0})
+    assert session.algo == "mog2" and session.params["varThreshold"] == 25.0
+    assert session.subtractor.impl.getVarThreshold() == 25.0
+    with pytest.raises(ValueError, match="unknown algorithm"):
+        session.set_algorithm("nope")
+    assert session.algo == "mog2"
+
+
+def test_errors_for_bad_sources(tmp_path):
+    session = Session(algo="knn")
+    with pytest.raises(SourceError, match="no source is open"):
+        session.step()
+    empty = tmp_path / "empty.mp4"
+    empty.write_bytes(b"")
+    with pytest.raises(SourceError, match="empty"):
+        session.open(empty)
+    assert session.source is None
+    with pytest.raises(SourceError, match="does not exist"):
+        session.open(tmp_path / "missing.avi")
+
+
+def test_video_file_without_ground_truth(tmp_path):
+    path = tmp_path / "clip.avi"
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 10.0, (48, 32))
+    assert writer.isOpened()
+    for n in range(8):
+        frame = np.full((32, 48, 3), 90, np.uint8)
+        frame[8:16, 4 * n:4 * n + 8] = 250
+        writer.write(frame)
+    writer.release()
+    session = Session(algo="knn")
+    info = session.open(path)
+    assert info.kind == "video" and not info.has_groundtruth and info.fps == pytest.approx(10.0)
+    results = run_all(session)
+    assert len(results) == 8
+    assert all(r.roc is None and r.metrics is None for r in results)
+
+
+def test_mask_saver_writes_cdnet_names_atomically(tmp_path):
+    saver = MaskSaver(tmp_path / "out" / "masks")
+    mask = np.zeros((6, 8), np.uint8)
+    mask[2:4, 3:5] = 255
+    path = saver.save(12, mask)
+    assert path.name == "bin000012.png" and saver.written == 1
+    assert np.array_equal(cv2.imread(str(path), cv2.IMREAD_GRAYSCALE), mask)
+    assert sorted(p.name for p in path.parent.iterdir()) == ["bin000012.png"]  # no temporary left
+
+
+def test_mask_folder_that_cannot_be_created(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(OSError, match="cannot create the mask folder"):
+        MaskSaver(blocker / "masks")
+
+
+def test_latest_frame_reader_drops_frames_instead_of_lagging():
+    produced = []
+
+    def camera(n=40, period=0.002):
+        for i in range(1, n + 1):
+            time.sleep(period)
+            produced.append(i)
+            yield Frame(i, np.full((4, 4, 3), i, np.uint8))
+
+    reader = LatestFrameReader(camera())
+    taken = []
+    while True:
+        try:
+            frame = reader.get(timeout=1.0)
+        except StopIteration:
+            break
+        if frame is None:
+            continue
+        taken.append(frame.index)
+        time.sleep(0.01)  # a consumer five times slower than the camera
+    assert taken == sorted(taken) and taken[-1] == 40
+    assert len(taken) < 40
+    assert reader.dropped == 40 - len(taken)
+    assert reader.dropped > 0
+
+
+def test_latest_frame_reader_reports_the_source_error():
+    def failing():
+        yield Frame(1, np.zeros((2, 2, 3), np.uint8))
+        raise SourceError("camera 0 was unplugged")
+
+    reader = LatestFrameReader(failing())
+    got = []
+    with pytest.raises(SourceError, match="unplugged"):
+        for _ in range(50):
+            frame = reader.get(timeout=0.5)
+            if frame is not None:
+                got.append(frame.index)
+    # The frame read before the failure is still handed out, then the error.
+    assert got == [1]
+
+
+def test_latest_frame_reader_stops_its_thread():
+    stop = threading.Event()
+
+    def endless():
+        i = 0
+        while not stop.is_set():
+            i += 1
+            time.sleep(0.001)
+            yield Frame(i, np.zeros((2, 2, 3), np.uint8))
+
+    reader = LatestFrameReader(endless())
+    assert reader.get(timeout=1.0) is not None
+    reader.stop(timeout=2.0)
+    assert not reader.running
+    stop.set()
