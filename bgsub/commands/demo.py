@@ -50,10 +50,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="stay in the terminal even when a display and the gui extra are present")
     parser.add_argument("--compare", action="store_true",
                         help="also score every other registered algorithm on the sample (masks not kept)")
+    parser.add_argument("--picture", type=Path, default=None, metavar="FILE.png",
+                        help="also save one frame, its ground truth and its mask side by side")
+    parser.add_argument("--picture-frame", type=int, default=250, metavar="N",
+                        help="the frame --picture shows (default 250)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def _run_one(seq_path: Path, algo: str, params: dict, out: Path | None, quiet: bool):
+def compose_picture(image, groundtruth, mask, algo: str, index: int):
+    """``[input | ground truth | mask]`` with captions, BGR uint8."""
+    import cv2
+    import numpy as np
+
+    h, w = image.shape[:2]
+    panels = [image, cv2.cvtColor(groundtruth, cv2.COLOR_GRAY2BGR), cv2.cvtColor(mask, cv2.COLOR_GRAY2BGR)]
+    captions = [f"input, frame {index}", "ground truth", f"mask: {algo}"]
+    bar = max(16, h // 12)
+    out = []
+    for panel, caption in zip(panels, captions):
+        canvas = np.full((h + bar, w, 3), 32, np.uint8)
+        canvas[bar:] = panel
+        scale = bar / 30
+        cv2.putText(canvas, caption, (4, bar - 5), cv2.FONT_HERSHEY_SIMPLEX, scale, (235, 235, 235), 1, cv2.LINE_AA)
+        out.append(canvas)
+    gap = np.full((h + bar, 4, 3), 255, np.uint8)
+    return np.hstack([out[0], gap, out[1], gap, out[2]])
+
+
+def _run_one(seq_path: Path, algo: str, params: dict, out: Path | None, quiet: bool,
+             keep_frame: int | None = None, kept: dict | None = None):
     from bgsub.registry import create
 
     with open_source(seq_path) as source:
@@ -66,9 +91,15 @@ def _run_one(seq_path: Path, algo: str, params: dict, out: Path | None, quiet: b
             from tqdm import tqdm
 
             bar = tqdm(total=source.frame_count, unit="frame", desc=algo, dynamic_ncols=True)
+        def on_frame(frame, mask):
+            if bar is not None:
+                bar.update(1)
+            if keep_frame is not None and frame.index == keep_frame and kept is not None:
+                kept.update(image=frame.image, groundtruth=frame.groundtruth, mask=mask.copy(),
+                            index=frame.index)
+
         try:
-            result = process(source, create(algo, **params), masks=masks,
-                             on_frame=(lambda f, m: bar.update(1)) if bar is not None else None)
+            result = process(source, create(algo, **params), masks=masks, on_frame=on_frame)
         finally:
             if bar is not None:
                 bar.close()
@@ -95,14 +126,26 @@ def main(args: argparse.Namespace) -> int:
     print(f"sample: {seq} (synthetic street scene, 320x240, ground truth; scored frames from "
           f"temporalROI.txt)", file=sys.stderr)
     print(f"algorithm: {algo} " + " ".join(f"{k}={v}" for k, v in params.items()), file=sys.stderr)
+    kept: dict = {}
     try:
-        result = _run_one(seq, algo, params, args.out, args.quiet)
+        result = _run_one(seq, algo, params, args.out, args.quiet,
+                          args.picture_frame if args.picture else None, kept)
     except (SourceError, OSError, ValueError) as exc:
         print(f"bgsub demo: {exc}", file=sys.stderr)
         return 1
     if result.interrupted:
         print(f"stopped after {result.frames} frames; masks so far in {args.out}", file=sys.stderr)
         return 130
+    if args.picture is not None:
+        if not kept:
+            print(f"bgsub demo: the sample has no frame {args.picture_frame} for --picture", file=sys.stderr)
+            return 2
+        from bgsub.writers import write_image_atomic
+
+        args.picture.parent.mkdir(parents=True, exist_ok=True)
+        write_image_atomic(args.picture, compose_picture(kept["image"], kept["groundtruth"], kept["mask"],
+                                                         algo, kept["index"]))
+        print(f"picture: {args.picture}")
     rows = [(algo, result)]
     print(f"masks: {args.out.resolve()} ({result.masks_written} files bin{result.first_index:06d}.png .. "
           f"bin{result.last_index:06d}.png)")

@@ -29,6 +29,19 @@ def test_demo_headless_writes_masks_and_prints_scores(tmp_path, capsys):
     assert 0.5 < f <= 1.0  # OpenCV KNN finds the cars and people
 
 
+def test_demo_picture_shows_input_truth_and_mask(tmp_path, capsys):
+    import cv2
+
+    pic = tmp_path / "pics" / "sample.png"
+    assert cli(["demo", "--no-gui", "--algo", "knn", "--out", str(tmp_path / "m"), "--quiet",
+                "--picture", str(pic), "--picture-frame", "120"]) == 0
+    img = cv2.imread(str(pic))
+    assert img is not None and img.shape[1] == 3 * 320 + 2 * 4 and 240 < img.shape[0] < 280
+    assert f"picture: {pic}" in capsys.readouterr().out
+    assert cli(["demo", "--no-gui", "--algo", "knn", "--out", str(tmp_path / "m"), "--quiet",
+                "--picture", str(pic), "--picture-frame", "999"]) == 2
+
+
 def test_demo_default_output_folder_is_printed(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert cli(["demo", "--no-gui", "--algo", "mog2", "--quiet"]) == 0
