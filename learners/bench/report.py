@@ -80,6 +80,9 @@ def save_figure(fig, path):
     os.close(fd)
     try:
         fig.savefig(tmp, format="png", dpi=90, bbox_inches="tight")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the usual permissions
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
