@@ -2,8 +2,8 @@
 
 For each budget B in (64, 512, 4096) and input dimension d in (2, 256) the script
 fills a learner's expansion to its budget, then times a stream of further
-updates through the estimator's ``partial_fit`` (one jitted loop over the rows,
-calling the rule's step function of ``learners.steps`` per row), and times the
+updates through the estimator's ``partial_fit`` (one jitted loop over the rows
+running the rule of ``learners.steps`` per row), and times the
 same rule written the plain NumPy way (a Python loop over rows, vectorised over
 the expansion) in the same run on the same data. Every update evaluates the
 Gaussian kernel against all terms of the expansion, so kernel evaluations per

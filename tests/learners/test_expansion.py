@@ -71,3 +71,40 @@ def test_needs_renormalise_bounds():
     assert not needs_renormalise(SCALE_MIN) and not needs_renormalise(SCALE_MAX)
     assert needs_renormalise(SCALE_MIN / 2) and needs_renormalise(SCALE_MAX * 2)
     assert needs_renormalise(float("nan"))
+
+
+def test_exp_neg_matches_libm():
+    from learners._stream import exp_neg
+    from numba import njit
+
+    @njit
+    def worst(v):
+        m = 0.0
+        for x in v:
+            e = math.exp(x)
+            if e > 0.0:
+                m = max(m, abs(exp_neg(x) - e) / e)
+        return m
+
+    rng = np.random.default_rng(0)
+    assert worst(-rng.random(200_000) * 700) < 2e-15
+    assert worst(-rng.random(200_000) * 3) < 2e-15
+    assert worst(np.array([0.0, -1e-300, -0.5 * math.log(2), -700.0])) < 2e-15
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 5])
+@pytest.mark.parametrize("start,count", [(0, 0), (0, 5), (3, 7), (6, 7), (0, 7), (4, 7)])
+def test_fast_kernel_sum_equals_expansion_sum(d, start, count):
+    from learners._stream import kernel_sum
+
+    rng = np.random.default_rng(d)
+    B = 7
+    sv = rng.normal(size=(B, d))
+    coef = rng.normal(size=B)
+    ring = np.array([start, count], dtype=np.int64)
+    for x in rng.normal(size=(5, d)) * 2:
+        want = expansion_sum(x, sv, coef, ring, GAUSSIAN, 1.3, 3.0, 1.0, EMPTY_LUT)
+        got = kernel_sum(x, sv, coef, ring, GAUSSIAN, 1.3, 3.0, 1.0, EMPTY_LUT)
+        assert got == pytest.approx(want, rel=1e-13, abs=1e-15)
+        assert kernel_sum(x, sv, coef, ring, LINEAR, 1.3, 3.0, 1.0, EMPTY_LUT) == pytest.approx(
+            expansion_sum(x, sv, coef, ring, LINEAR, 1.3, 3.0, 1.0, EMPTY_LUT))
