@@ -442,7 +442,7 @@ def run_batch(
                   "skipped": skipped, "stale_removed": stale, "pattern": pattern}
     manifest.runs.append(run_record)
     manifest.save()
-    print(f"{len(jobs)} inputs under {in_dir}: {skipped} finished earlier, {len(todo)} to do "
+    print(f"{len(jobs)} input{'s' if len(jobs) != 1 else ''} under {in_dir}: {skipped} finished earlier, {len(todo)} to do "
           f"with {n_workers} worker{'s' if n_workers != 1 else ''} ({algo})", file=log)
     if stale:
         print(f"removed {stale} unfinished outputs of an interrupted run", file=log)
