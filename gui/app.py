@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtWidgets import QApplication
 
     from bgsub import registry
-    from gui.headless import ScreenshotRun
+    from gui.headless import ScreenshotRun, quiet_offscreen_warnings
     from gui.main_window import MainWindow
     from gui.model import Session
     from gui.qt_check import QtBindingError, check_qt_binding
@@ -131,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
 
+    if headless and os.environ.get("QT_QPA_PLATFORM") == "offscreen":
+        quiet_offscreen_warnings()
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("bgsub-gui")
     app.setOrganizationName("olk-bgsub")

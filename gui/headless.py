@@ -11,15 +11,35 @@ import sys
 import tempfile
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QTimer, Slot
+from PySide6.QtCore import QObject, QTimer, Slot, qInstallMessageHandler
 from PySide6.QtWidgets import QApplication, QWidget
 
 from gui.worker import PlayState
 
-__all__ = ["ScreenshotRun", "save_png"]
+__all__ = ["ScreenshotRun", "save_png", "quiet_offscreen_warnings"]
+
+#: Harmless messages of Qt's offscreen platform, dropped in headless runs.
+_OFFSCREEN_NOISE = ("This plugin does not support propagateSizeHints()",)
 
 #: Time given to the last result and the layout to reach the window before grabbing.
 SETTLE_MS = 300
+
+
+def quiet_offscreen_warnings() -> None:
+    """Drop the offscreen platform's harmless warnings; pass every other Qt message on."""
+
+    def handler(_mode, _context, message: str) -> None:
+        if message not in _OFFSCREEN_NOISE:
+            print(message, file=sys.stderr)
+
+    qInstallMessageHandler(handler)
+
+
+def _default_file_mode() -> int:
+    """Permissions of a new file under the current umask (mkstemp makes it 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def save_png(widget: QWidget, path: str | os.PathLike) -> Path:
@@ -32,6 +52,7 @@ def save_png(widget: QWidget, path: str | os.PathLike) -> Path:
     try:
         if not pixmap.save(tmp, "PNG"):
             raise OSError(f"cannot write the screenshot {path}")
+        os.chmod(tmp, _default_file_mode())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

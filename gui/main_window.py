@@ -121,12 +121,14 @@ class MainWindow(QMainWindow):
         worker.stateChanged.connect(self._on_state)
         worker.error.connect(self.show_error)
         worker.info.connect(self.show_message)
+        worker.frameLimitReached.connect(self._on_frame_limit)
 
         self.views = FrameViews()
         self.metrics = MetricsPanel()
         self.controls = ControlPanel()
         self.controls.show_algorithm(session.algo, session.params)
         self.controls.set_score_range(*session.score_range)
+        self.views.set_score_range(*session.score_range)
         self.controls.set_threshold(session.threshold)
 
         self.error_banner = QLabel("")
@@ -406,6 +408,7 @@ class MainWindow(QMainWindow):
         self.views.clear()
         self.metrics.reset(self.source_info)
         self.controls.set_score_range(*score_range)
+        self.views.set_score_range(*score_range)
         self.statusBar().showMessage(reason)
 
     def _on_param_changed(self, change: ParamChange) -> None:
@@ -420,6 +423,9 @@ class MainWindow(QMainWindow):
     def controls_show_param(self, name: str, value: Any) -> None:
         """Show ``value`` in parameter ``name``'s widget (after a rejected change)."""
         self.controls.params.set_value(name, value)
+
+    def _on_frame_limit(self, frames: int) -> None:
+        self.statusBar().showMessage(f"paused after {frames} frames (the frame limit)")
 
     def _on_state(self, state: str) -> None:
         self.state = state

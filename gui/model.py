@@ -158,6 +158,8 @@ class FrameResult:
         Frames processed per second (smoothed over the last frames).
     dropped : int
         Camera frames dropped so far because processing was slower than the camera.
+    decode_errors : int
+        Frames of the source lost so far because they could not be decoded.
     scored : bool
         True when this frame had ground truth inside the temporal ROI.
     counts : ConfusionCounts or None
@@ -182,6 +184,7 @@ class FrameResult:
     foreground_fraction: float
     fps: float
     dropped: int
+    decode_errors: int
     scored: bool
     counts: ConfusionCounts | None
     metrics: dict | None
@@ -289,6 +292,10 @@ class MaskSaver:
             raise OSError(f"cannot write masks into {self.folder}: permission denied")
         #: Number of masks written.
         self.written = 0
+        # mkstemp makes files 0600; masks get the usual permissions of new files.
+        umask = os.umask(0)
+        os.umask(umask)
+        self._mode = 0o666 & ~umask
 
     def save(self, index: int, mask: np.ndarray) -> Path:
         """Write ``mask`` as ``bin{index:06d}.png``; return its path."""
@@ -300,6 +307,7 @@ class MaskSaver:
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data.tobytes())
+            os.chmod(tmp, self._mode)
             os.replace(tmp, target)
         except BaseException:
             try:
@@ -631,6 +639,7 @@ class Session:
             foreground_fraction=float(np.count_nonzero(mask)) / mask.size,
             fps=self._fps,
             dropped=self.dropped,
+            decode_errors=int(getattr(self.source, "decode_errors", 0) or 0),
             scored=scored,
             counts=self._counts,
             metrics=self._counts.metrics() if self._counts is not None else None,

@@ -235,6 +235,10 @@ class ControlPanel(QWidget):
         self.play_button.setCheckable(True)
         self.step_button = QPushButton("Step")
         self.restart_button = QPushButton("Restart")
+        self.play_button.setToolTip("Play / pause (Space)")
+        self.step_button.setToolTip("Process one frame (Right arrow)")
+        self.restart_button.setToolTip("Back to the first frame with a fresh model (R)")
+        self.open_button.setToolTip("Open a video (Ctrl+O), a folder (Ctrl+Shift+O), a camera or the sample (Ctrl+B)")
         for b in (self.play_button, self.step_button, self.restart_button):
             transport.addWidget(b)
         layout.addLayout(transport)
@@ -245,7 +249,9 @@ class ControlPanel(QWidget):
         self.threshold_spin.setObjectName("thresholdSpin")
         self.threshold_spin.setToolTip(
             "Score threshold of the mask, in score units: foreground where score > threshold.\n"
-            "0 is the subtractor's own decision. The ROC's marked point is this threshold."
+            "0 is the subtractor's own decision (with its mask post-processing, if any);\n"
+            "any other value thresholds the raw score map. The ROC's marked point is this threshold.\n"
+            "Press 0 to come back to 0."
         )
         self.threshold_spin.sigValueChanged.connect(lambda sb: self.thresholdChanged.emit(float(sb.value())))
         self.threshold_range = QLabel("")
@@ -378,6 +384,7 @@ class MetricsPanel(QWidget):
             ("fps", "processing rate"),
             ("foreground", "foreground pixels"),
             ("dropped", "camera frames dropped"),
+            ("lost", "frames lost (decode errors)"),
         ]
         for r, (key, text) in enumerate(rows):
             name = QLabel(text)
@@ -434,6 +441,7 @@ class MetricsPanel(QWidget):
         lab["fps"].setText(f"{result.fps:.1f} frames/s" if result.fps > 0 else "—")
         lab["foreground"].setText(_pct(result.foreground_fraction))
         lab["dropped"].setText(str(result.dropped))
+        lab["lost"].setText(str(result.decode_errors))
 
     def auc_text(self) -> str:
         return self.labels["auc"].text()

@@ -159,6 +159,11 @@ class FrameViews(QWidget):
             rgb = overlay_mask(rgb, result.mask)
         self.frame_item.setImage(np.ascontiguousarray(rgb), autoLevels=False, levels=(0, 255))
 
+    def set_score_range(self, lo: float, hi: float) -> None:
+        """Show the histogram over ``[lo, hi]`` before any score map arrives."""
+        if self._last is None:
+            self._set_levels(lo, hi, histogram=True)
+
     @property
     def auto_levels(self) -> bool:
         """True while the score levels follow the scores (until the user moves them)."""

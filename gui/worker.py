@@ -182,7 +182,8 @@ class SessionWorker(QObject):
 
     @Slot()
     def restart(self) -> None:
-        was_playing = self._state == PlayState.PLAYING
+        """Back to the first frame with a fresh model; plays on if it was playing or had ended."""
+        was_playing = self._state in (PlayState.PLAYING, PlayState.ENDED)
         self.pause()
         try:
             self.session.restart()
@@ -282,8 +283,16 @@ class SessionWorker(QObject):
             result = self.session.step(timeout=wait)
         except StopIteration:
             self.pause()
-            self._set_state(PlayState.ENDED)
-            self.info.emit(f"end of {self.session.info.name if self.session.info else 'source'}")
+            info = self.session.info
+            if info is not None and info.is_live:
+                self._set_state(PlayState.FAILED)
+                self.error.emit(
+                    f"{info.name} stopped delivering frames: was it unplugged or taken by another "
+                    "program? Open it again from File > Open camera"
+                )
+            else:
+                self._set_state(PlayState.ENDED)
+                self.info.emit(f"end of {info.name if info else 'the source'}")
             return False
         except Exception as exc:
             self.pause()

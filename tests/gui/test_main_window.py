@@ -254,3 +254,19 @@ def test_bundled_sample_from_the_file_menu(qtbot, make_window):
     assert len(fpr) > 2
     assert 0.0 <= float(window.metrics.auc_text()) <= 1.0
     assert "sample" in window.windowTitle()
+
+
+def test_keyboard_shortcuts_step_play_and_overlay(qtbot, make_window, tiny_sequence):
+    window = make_window("knn")
+    open_and_wait(qtbot, window, tiny_sequence)
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=TIMEOUT_MS)
+    qtbot.keyClick(window, Qt.Key.Key_Right)
+    qtbot.waitUntil(lambda: window.last_result is not None and window.last_result.processed == 1,
+                    timeout=TIMEOUT_MS)
+    window.controller.set_frame_limit(5)
+    qtbot.keyClick(window, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: window.last_result.processed == 5, timeout=TIMEOUT_MS)
+    assert not window.views.overlay
+    qtbot.keyClick(window, Qt.Key.Key_O)
+    assert window.views.overlay and window.controls.overlay_check.isChecked()
