@@ -424,16 +424,16 @@ class Session:
     def close(self) -> None:
         """Close the source (if any); the model and metrics stay."""
         if self._reader is not None:
-            self._reader.stop(timeout=0.0)
+            # Let the camera thread finish its read before the device is released
+            # under it (a read lasts one frame period; a hung device gets 2 s).
+            self._reader.stop(timeout=2.0)
+            self._reader = None
         if self.source is not None:
             try:
                 self.source.close()
             finally:
                 self.source = None
                 self._frames = None
-                if self._reader is not None:
-                    self._reader.stop(timeout=2.0)
-                    self._reader = None
 
     def restart(self) -> None:
         """Go back to the first frame (files and folders) with a fresh model.

@@ -270,3 +270,26 @@ def test_keyboard_shortcuts_step_play_and_overlay(qtbot, make_window, tiny_seque
     assert not window.views.overlay
     qtbot.keyClick(window, Qt.Key.Key_O)
     assert window.views.overlay and window.controls.overlay_check.isChecked()
+
+
+def test_pacing_a_file_at_its_frame_rate(qtbot, make_window, tmp_path):
+    import time
+
+    import cv2
+    import numpy as np
+
+    path = tmp_path / "clip20fps.avi"
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 20.0, (48, 32))
+    for n in range(12):
+        frame = np.full((32, 48, 3), 80, np.uint8)
+        frame[8:16, 3 * n:3 * n + 8] = 240
+        writer.write(frame)
+    writer.release()
+    window = make_window("knn")
+    open_and_wait(qtbot, window, path)
+    assert window.source_info.fps == pytest.approx(20.0)
+    window.controls.realtime_check.setChecked(True)
+    start = time.perf_counter()
+    play_frames(qtbot, window, 11)
+    # Ten intervals of 1/20 s at least: the file is not raced through.
+    assert time.perf_counter() - start >= 10 / 20.0 - 0.02
