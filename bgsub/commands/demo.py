@@ -123,6 +123,14 @@ def main(args: argparse.Namespace) -> int:
         return int(gui_main(argv) or 0)
 
     seq = sample_sequence()
+    if args.picture is not None:
+        from bgsub.cdnet import load_sequence
+
+        frames = load_sequence(seq).frames
+        if args.picture_frame not in frames:
+            print(f"bgsub demo: --picture-frame must be a frame of the sample, {frames[0]}..{frames[-1]}; "
+                  f"got {args.picture_frame}", file=sys.stderr)
+            return 2
     print(f"sample: {seq} (synthetic street scene, 320x240, ground truth; scored frames from "
           f"temporalROI.txt)", file=sys.stderr)
     print(f"algorithm: {algo} " + " ".join(f"{k}={v}" for k, v in params.items()), file=sys.stderr)
