@@ -478,6 +478,8 @@ def main(args: argparse.Namespace) -> int:
             if args.show:
                 preview = _Preview(source.describe())
             if out is not None:
+                if out.exists() and not out.is_dir():
+                    raise ConfigError(f"--out {out} is a file; give a folder for the masks")
                 masks = MaskWriter(out)
                 stale = masks.remove_stale()
                 if stale:

@@ -245,3 +245,11 @@ def test_camera_status_line_reports_fps(clip):
     status.close()
     text = stream.getvalue()
     assert "camera 0: " in text and " fps, foreground  0.0 %" in text and "(Ctrl-C stops)" in text
+
+
+def test_out_that_is_a_file_is_refused(tmp_path, clip, capsys):
+    f = tmp_path / "taken"
+    f.write_text("x")
+    assert cli(["run", str(clip), "--algo", "knn", "--out", str(f), "--quiet"]) == 2
+    assert "is a file; give a folder" in capsys.readouterr().err
+    assert f.read_text() == "x"
