@@ -254,8 +254,11 @@ class FrameSource:
         if self.decode_errors:
             lost.append(f"{self.decode_errors} could not be decoded")
         if lost:
-            text += " (" + "; ".join(lost) + ": the file is truncated or partly corrupt)"
+            text += " (" + "; ".join(lost) + f": {self._loss_reason})"
         return text
+
+    #: What lost frames mean for this kind of source, for :meth:`summary`.
+    _loss_reason = "the file is truncated or partly corrupt"
 
     def __repr__(self) -> str:
         return (
@@ -341,6 +344,7 @@ class CameraSource(FrameSource):
 
     kind = "camera"
     is_live = True
+    _loss_reason = "failed reads: the camera stopped delivering frames or was unplugged"
 
     def __init__(
         self,
@@ -657,6 +661,7 @@ class ImageFolderSource(FrameSource):
     """
 
     kind = "images"
+    _loss_reason = "damaged or unreadable image files were skipped"
 
     def __init__(self, folder: str | os.PathLike, *, start: int = 1, max_frames: int | None = None) -> None:
         p = Path(folder)
@@ -741,6 +746,7 @@ class CDnetSource(FrameSource):
     """
 
     kind = "cdnet"
+    _loss_reason = "damaged or unreadable input frames were skipped"
 
     def __init__(self, folder: str | os.PathLike, *, start: int = 1, max_frames: int | None = None) -> None:
         p = Path(folder)
