@@ -16,7 +16,15 @@ import numbers
 import numpy as np
 
 from sklearn.base import BaseEstimator
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted
+
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import validate_data
+except ImportError:  # pragma: no cover - older scikit-learn
+
+    def validate_data(estimator, X="no_validation", y="no_validation", reset=True, ensure_all_finite=True, **kw):
+        return estimator._validate_data(X, y, reset=reset, force_all_finite=ensure_all_finite, **kw)
 
 from learners.kernels import KERNELS
 
@@ -66,42 +74,45 @@ def check_kernel(kernel, width, degree, coef0):
         raise ValueError(f"coef0 must be a finite number, got {coef0!r}")
 
 
-def as_2d_float(X, *, n_features=None, name="X"):
-    """``X`` as a C-contiguous float64 2-D array with finite values.
+def check_X(est, X, reset):
+    """``X`` as a C-contiguous float64 2-D array with finite values (scikit-learn's checks).
 
-    Raises ValueError with a message that says what was wrong.
+    ``reset=True`` (first call) records ``n_features_in_``; later calls check it.
     """
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim == 1:
-        raise ValueError(
-            f"{name} must be 2-D (n_samples, n_features), got a 1-D array of shape {X.shape}; "
-            "use X.reshape(-1, 1) for one feature or X.reshape(1, -1) for one sample"
-        )
-    if X.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (n_samples, n_features), got shape {X.shape}")
-    if X.shape[0] == 0:
-        raise ValueError(f"{name} has no samples (shape {X.shape})")
-    if not np.all(np.isfinite(X)):
-        raise ValueError(f"{name} contains NaN or infinity")
-    if n_features is not None and X.shape[1] != n_features:
-        raise ValueError(f"{name} has {X.shape[1]} features, but the estimator was fitted with {n_features}")
-    return np.ascontiguousarray(X)
+    return validate_data(est, X, reset=reset, dtype=np.float64, order="C", ensure_all_finite=True)
 
 
-def as_1d_target(y, n_samples, *, numeric=True):
-    """``y`` as a 1-D array of ``n_samples`` entries."""
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y[:, 0]
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D, got shape {y.shape}")
-    if y.shape[0] != n_samples:
-        raise ValueError(f"X and y have different numbers of samples: {n_samples} and {y.shape[0]}")
-    if numeric:
-        y = y.astype(np.float64)
-        if not np.all(np.isfinite(y)):
-            raise ValueError("y contains NaN or infinity")
-    return y
+def check_Xy(est, X, y, reset, *, classifier):
+    """``X`` as in :func:`check_X` and ``y`` as a 1-D array (float64 unless ``classifier``)."""
+    X, y = validate_data(
+        est, X, y, reset=reset, dtype=np.float64, order="C", ensure_all_finite=True, y_numeric=not classifier
+    )
+    if classifier:
+        check_classification_targets(y)
+    return X, y
+
+
+class BinaryClassifierMixin:
+    """``predict`` from ``decision_function`` and the binary-only tag (mix in before ClassifierMixin)."""
+
+    def predict(self, X):
+        """Class labels: ``classes_[1]`` where ``decision_function(X) > 0``, else ``classes_[0]``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+        """
+        d = self.decision_function(X)
+        return self.classes_[(d > 0).astype(np.intp)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
 
 
 class BinaryLabels:
@@ -117,13 +128,18 @@ class BinaryLabels:
                 classes = np.array([-1, 1], dtype=seen.dtype)
             elif seen.size == 2:
                 classes = seen
+            elif seen.size > 2:
+                raise ValueError(
+                    f"Only binary classification is supported. The type of the target is {type_of_target(y)} "
+                    f"({seen.size} classes); wrap the estimator in sklearn.multiclass.OneVsRestClassifier"
+                )
             else:
                 raise ValueError(
-                    f"cannot tell the two classes from y (saw {seen.tolist()}); "
-                    "pass classes=[neg, pos] to the first partial_fit call"
+                    f"y holds one class only ({seen.tolist()}); pass classes=[neg, pos] to the first "
+                    "partial_fit call when a batch holds one class"
                 )
         if classes.size != 2:
-            raise ValueError(f"this estimator is binary: expected 2 classes, got {classes.tolist()}")
+            raise ValueError(f"this estimator is binary: classes must hold exactly 2 labels, got {classes.tolist()}")
         return classes
 
     @staticmethod
@@ -227,8 +243,7 @@ class KernelExpansionEstimator(BaseEstimator):
 
     def _raw_decision(self, X):
         check_is_fitted(self, "expansion_")
-        X = as_2d_float(X, n_features=self.n_features_in_)
-        return self.expansion_.evaluate(X)
+        return self.expansion_.evaluate(check_X(self, X, reset=False))
 
     @property
     def support_vectors_(self):

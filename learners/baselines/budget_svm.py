@@ -21,14 +21,15 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 
 from learners.baselines._common import (
+    BinaryClassifierMixin,
     BinaryLabels,
     KernelExpansionEstimator,
-    as_1d_target,
-    as_2d_float,
+    check_X,
+    check_Xy,
 )
 
 
-class BudgetOnlineSVM(ClassifierMixin, KernelExpansionEstimator):
+class BudgetOnlineSVM(BinaryClassifierMixin, ClassifierMixin, KernelExpansionEstimator):
     """Online kernel classifier with a margin ``beta`` and at most ``budget`` support vectors.
 
     Parameters
@@ -83,8 +84,7 @@ class BudgetOnlineSVM(ClassifierMixin, KernelExpansionEstimator):
     def partial_fit(self, X, y, classes=None):
         """One online pass over ``(X, y)`` in order."""
         first = not hasattr(self, "expansion_")
-        X = as_2d_float(X, n_features=None if first else self.n_features_in_)
-        y = as_1d_target(y, X.shape[0], numeric=False)
+        X, y = check_Xy(self, X, y, reset=first, classifier=True)
         if first:
             self._start(X)
             self.classes_ = BinaryLabels.init_classes(y, classes)
@@ -128,7 +128,3 @@ class BudgetOnlineSVM(ClassifierMixin, KernelExpansionEstimator):
     def decision_function(self, X):
         """``y(x)``, shape ``(n_samples,)``; positive means ``classes_[1]``."""
         return self._raw_decision(X)
-
-    def predict(self, X):
-        """Class labels, shape ``(n_samples,)``."""
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]

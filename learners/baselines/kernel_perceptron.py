@@ -18,15 +18,16 @@ from __future__ import annotations
 from sklearn.base import ClassifierMixin, RegressorMixin
 
 from learners.baselines._common import (
+    BinaryClassifierMixin,
     BinaryLabels,
     KernelExpansionEstimator,
-    as_1d_target,
-    as_2d_float,
+    check_X,
+    check_Xy,
     check_positive,
 )
 
 
-class KernelPerceptron(ClassifierMixin, KernelExpansionEstimator):
+class KernelPerceptron(BinaryClassifierMixin, ClassifierMixin, KernelExpansionEstimator):
     """Online kernel perceptron classifier.
 
     Parameters
@@ -72,8 +73,7 @@ class KernelPerceptron(ClassifierMixin, KernelExpansionEstimator):
     def partial_fit(self, X, y, classes=None):
         """One online pass over ``(X, y)`` in order."""
         first = not hasattr(self, "expansion_")
-        X = as_2d_float(X, n_features=None if first else self.n_features_in_)
-        y = as_1d_target(y, X.shape[0], numeric=False)
+        X, y = check_Xy(self, X, y, reset=first, classifier=True)
         if first:
             self._start(X)
             self.classes_ = BinaryLabels.init_classes(y, classes)
@@ -97,10 +97,6 @@ class KernelPerceptron(ClassifierMixin, KernelExpansionEstimator):
         """``f(x)``, shape ``(n_samples,)``; positive means ``classes_[1]``."""
         return self._raw_decision(X)
 
-    def predict(self, X):
-        """Class labels, shape ``(n_samples,)``."""
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
-
 
 class KernelPerceptronRegressor(RegressorMixin, KernelExpansionEstimator):
     """Online kernel least-mean-squares: the perceptron-style update for regression.
@@ -115,8 +111,9 @@ class KernelPerceptronRegressor(RegressorMixin, KernelExpansionEstimator):
         Kernel width ``p``.
     degree : float, default=3.0
     coef0 : float, default=1.0
-    eta : float, default=0.02
-        Step size (> 0); the OLK paper's Example 2 uses 0.02.
+    eta : float, default=0.5
+        Step size (> 0; stable below ``2 / k(x, x)``). The OLK paper's Example 2
+        uses 0.02, which ``learners-bench example2`` passes explicitly.
 
     Attributes
     ----------
@@ -128,7 +125,7 @@ class KernelPerceptronRegressor(RegressorMixin, KernelExpansionEstimator):
         Samples processed so far.
     """
 
-    def __init__(self, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0, eta=0.02):
+    def __init__(self, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0, eta=0.5):
         self.kernel = kernel
         self.width = width
         self.degree = degree
@@ -141,8 +138,7 @@ class KernelPerceptronRegressor(RegressorMixin, KernelExpansionEstimator):
     def partial_fit(self, X, y):
         """One online pass over ``(X, y)`` in order."""
         first = not hasattr(self, "expansion_")
-        X = as_2d_float(X, n_features=None if first else self.n_features_in_)
-        y = as_1d_target(y, X.shape[0])
+        X, y = check_Xy(self, X, y, reset=first, classifier=False)
         if first:
             self._start(X)
         ex = self.expansion_

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import RegressorMixin
 
-from learners.baselines._common import KernelExpansionEstimator, as_1d_target, as_2d_float, check_positive
+from learners.baselines._common import KernelExpansionEstimator, check_positive, check_Xy
 
 
 class KRLS(RegressorMixin, KernelExpansionEstimator):
@@ -74,8 +74,7 @@ class KRLS(RegressorMixin, KernelExpansionEstimator):
     def partial_fit(self, X, y):
         """One online pass over ``(X, y)`` in order."""
         first = not hasattr(self, "expansion_")
-        X = as_2d_float(X, n_features=None if first else self.n_features_in_)
-        y = as_1d_target(y, X.shape[0])
+        X, y = check_Xy(self, X, y, reset=first, classifier=False)
         if first:
             self._start(X)
             self.gram_inv_ = np.zeros((0, 0))

@@ -18,7 +18,7 @@ import scipy.linalg
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from learners.baselines._common import as_1d_target, as_2d_float, check_kernel, check_positive, kernel_matrix
+from learners.baselines._common import check_kernel, check_positive, check_X, check_Xy, kernel_matrix
 
 
 class LSSVM(RegressorMixin, BaseEstimator):
@@ -61,8 +61,7 @@ class LSSVM(RegressorMixin, BaseEstimator):
         """Solve the LS-SVM system on ``(X, y)``."""
         check_kernel(self.kernel, self.width, self.degree, self.coef0)
         check_positive("C", self.C)
-        X = as_2d_float(X)
-        y = as_1d_target(y, X.shape[0])
+        X, y = check_Xy(self, X, y, reset=True, classifier=False)
         n = X.shape[0]
         A = np.empty((n + 1, n + 1))
         A[0, 0] = 0.0
@@ -82,5 +81,5 @@ class LSSVM(RegressorMixin, BaseEstimator):
     def predict(self, X):
         """``f(x)``, shape ``(n_samples,)``."""
         check_is_fitted(self, "dual_coef_")
-        X = as_2d_float(X, n_features=self.n_features_in_)
+        X = check_X(self, X, reset=False)
         return self._gram(X, self.support_vectors_) @ self.dual_coef_ + self.intercept_

@@ -14,10 +14,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from learners.baselines._common import BinaryLabels, as_1d_target, as_2d_float, check_positive
+from learners.baselines._common import BinaryClassifierMixin, BinaryLabels, check_positive, check_X, check_Xy
 
 
-class Perceptron(ClassifierMixin, BaseEstimator):
+class Perceptron(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
     """Online linear perceptron with a bias.
 
     Parameters
@@ -58,8 +58,7 @@ class Perceptron(ClassifierMixin, BaseEstimator):
     def partial_fit(self, X, y, classes=None):
         """One pass over ``(X, y)`` in order, one update per sample."""
         first = not hasattr(self, "coef_")
-        X = as_2d_float(X, n_features=None if first else self.n_features_in_)
-        y = as_1d_target(y, X.shape[0], numeric=False)
+        X, y = check_Xy(self, X, y, reset=first, classifier=True)
         if first:
             self._validate_params()
             self.classes_ = BinaryLabels.init_classes(y, classes)
@@ -90,9 +89,5 @@ class Perceptron(ClassifierMixin, BaseEstimator):
     def decision_function(self, X):
         """``w.x + b`` per sample, shape ``(n_samples,)``; positive means ``classes_[1]``."""
         check_is_fitted(self, "coef_")
-        X = as_2d_float(X, n_features=self.n_features_in_)
+        X = check_X(self, X, reset=False)
         return X @ self.coef_ + self.intercept_
-
-    def predict(self, X):
-        """Class labels, shape ``(n_samples,)``."""
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]

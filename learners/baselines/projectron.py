@@ -18,15 +18,16 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 
 from learners.baselines._common import (
+    BinaryClassifierMixin,
     BinaryLabels,
     KernelExpansionEstimator,
-    as_1d_target,
-    as_2d_float,
+    check_X,
+    check_Xy,
     check_positive,
 )
 
 
-class Projectron(ClassifierMixin, KernelExpansionEstimator):
+class Projectron(BinaryClassifierMixin, ClassifierMixin, KernelExpansionEstimator):
     """Bounded kernel perceptron by projection.
 
     Parameters
@@ -73,8 +74,7 @@ class Projectron(ClassifierMixin, KernelExpansionEstimator):
     def partial_fit(self, X, y, classes=None):
         """One online pass over ``(X, y)`` in order."""
         first = not hasattr(self, "expansion_")
-        X = as_2d_float(X, n_features=None if first else self.n_features_in_)
-        y = as_1d_target(y, X.shape[0], numeric=False)
+        X, y = check_Xy(self, X, y, reset=first, classifier=True)
         if first:
             self._start(X)
             self.classes_ = BinaryLabels.init_classes(y, classes)
@@ -121,7 +121,3 @@ class Projectron(ClassifierMixin, KernelExpansionEstimator):
     def decision_function(self, X):
         """``f(x)``, shape ``(n_samples,)``; positive means ``classes_[1]``."""
         return self._raw_decision(X)
-
-    def predict(self, X):
-        """Class labels, shape ``(n_samples,)``."""
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]

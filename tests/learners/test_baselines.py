@@ -79,6 +79,10 @@ def test_perceptron_string_labels_and_classes():
     assert list(p.predict(np.array([[3.0], [-3.0]]))) == ["spam", "ham"]
     with pytest.raises(ValueError, match="not in classes"):
         p.partial_fit(np.array([[0.0]]), np.array(["eggs"]))
+    with pytest.raises(ValueError, match="Only binary classification is supported"):
+        Perceptron().fit(np.zeros((3, 1)), [0, 1, 2])
+    with pytest.raises(ValueError, match="pass classes="):
+        Perceptron().partial_fit(np.zeros((2, 1)), [3, 3])
 
 
 # ---------------------------------------------------------- Kernel perceptron
@@ -128,7 +132,7 @@ def test_kernel_perceptron_mistake_bound_gaussian():
 def test_kernel_perceptron_regressor_is_kernel_lms():
     X = np.array([[0.0], [1.0]])
     y = np.array([1.0, 2.0])
-    r = KernelPerceptronRegressor(width=1.0, eta=0.5).fit(X, y)
+    r = KernelPerceptronRegressor(width=1.0, eta=0.5).fit(X, y)  # the default step
     a1 = 0.5 * 1.0
     a2 = 0.5 * (2.0 - a1 * math.exp(-1.0))
     np.testing.assert_allclose(r.dual_coef_, [a1, a2])
@@ -286,7 +290,7 @@ def test_conventions(est):
     assert c.predict(X).shape == (4,)
     with pytest.raises(ValueError, match="features"):
         c.predict(np.zeros((2, 3)))
-    with pytest.raises(ValueError, match="2-D"):
+    with pytest.raises(ValueError, match="2D array"):
         clone(est).fit(np.zeros(4), y)
 
 
@@ -324,3 +328,13 @@ def test_kernel_matrix_matches_the_numba_core(kernel):
             rtol=1e-10,
             atol=1e-12,
         )
+
+
+@pytest.mark.parametrize(
+    "est", [BudgetOnlineSVM(budget=20) if isinstance(e, BudgetOnlineSVM) else e for e in ALL], ids=lambda e: type(e).__name__
+)
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.SkipTestWarning")
+def test_scikit_learn_estimator_checks(est):
+    from sklearn.utils.estimator_checks import check_estimator
+
+    check_estimator(clone(est))
