@@ -31,6 +31,7 @@ import queue as _queue
 import shutil
 import signal
 import sys
+import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -447,10 +448,17 @@ def run_batch(
     if stale:
         print(f"removed {stale} unfinished outputs of an interrupted run", file=log)
     interrupted = False
+    t0 = time.perf_counter()
     if todo:
         interrupted = _run_pool(todo, manifest, algo, params, n_workers, mask_video, max_frames, progress, log)
+    seconds = time.perf_counter() - t0
+    frames = sum(int(manifest.items[j.key].get("frames") or 0) for j in todo
+                 if manifest.items[j.key].get("status") == "done")
     run_record["finished"] = utc_now()
     run_record["interrupted"] = interrupted
+    run_record["frames"] = frames
+    run_record["seconds"] = round(seconds, 3)
+    run_record["fps"] = round(frames / seconds, 2) if seconds > 0 and frames else 0.0
     run_record["counts"] = manifest.counts()
     manifest.save()
     return manifest

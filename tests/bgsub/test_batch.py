@@ -91,6 +91,7 @@ def test_batch_good_videos_finish_bad_one_is_reported(tree, tmp_path, capsys):
     assert 0 < items["cdnet/street"]["metrics"]["recall"] <= 1
     assert m["config"]["algo"] == "knn" and m["config"]["params"]["history"] == 500
     assert m["runs"][0]["workers"] == 2 and m["runs"][0]["counts"] == {"done": 3, "failed": 1}
+    assert m["runs"][0]["frames"] == 20 + 15 + 24 and m["runs"][0]["fps"] > 0
     captured = capsys.readouterr()
     assert "3 done, 1 failed" in captured.out
     assert "failed: night/broken.mp4" in captured.err
