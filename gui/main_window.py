@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QMenu,
+    QMessageBox,
     QScrollArea,
     QSplitter,
     QVBoxLayout,
@@ -30,6 +31,21 @@ from gui.views import FrameViews
 from gui.worker import PlayState, SessionController
 
 __all__ = ["MainWindow", "RecentSources", "VIDEO_FILTER"]
+
+HELP_TEXT = """Space: play / pause
+Right: process one frame
+R: restart from the first frame, with a fresh model
+O: draw the mask over the input frame
+0: threshold back to 0 (the subtractor's own decision)
+A: score levels follow the scores (off once you drag the levels)
+Ctrl+O: open a video file; Ctrl+Shift+O: open a folder (images or CDnet)
+Ctrl+B: open the bundled sample; Ctrl+S: save masks to a folder
+Ctrl+Q: quit
+
+Mouse: drag to pan, wheel to zoom (the three views move together);
+drag the coloured bar's handles to set the score map's levels.
+Drop a video file or a folder onto the window to open it.
+Parameters marked \u21bb reset the model when changed; the others apply live."""
 
 VIDEO_FILTER = "Videos (*.mp4 *.avi *.mkv *.mov *.m4v *.webm *.mpg *.mpeg *.wmv);;All files (*)"
 
@@ -162,6 +178,7 @@ class MainWindow(QMainWindow):
 
         self._build_actions()
         self._wire_controls()
+        self.views.autoLevelsChanged.connect(self._on_auto_levels_changed)
         self.statusBar().showMessage("Open a video, a folder, a camera or the bundled sample (File menu).")
         self.resize(1400, 880)
 
@@ -210,6 +227,11 @@ class MainWindow(QMainWindow):
         menu = self.menuBar().addMenu("&View")
         menu.addAction(self.overlay_action)
         menu.addAction(self.threshold_zero_action)
+        self.auto_levels_action = self._action("&Auto score levels", self._set_auto_levels, "A", checkable=True)
+        self.auto_levels_action.setChecked(True)
+        menu.addAction(self.auto_levels_action)
+        menu = self.menuBar().addMenu("&Help")
+        menu.addAction(self._action("&Keyboard and mouse", self.show_help, QKeySequence.StandardKey.HelpContents))
 
     def _wire_controls(self) -> None:
         c = self.controls
@@ -357,6 +379,22 @@ class MainWindow(QMainWindow):
             w.setChecked(bool(enabled))
             w.blockSignals(False)
         self.views.set_overlay(enabled)
+
+    def _set_auto_levels(self, enabled: bool) -> None:
+        self.views.set_auto_levels(enabled)
+
+    def _on_auto_levels_changed(self, enabled: bool) -> None:
+        self.auto_levels_action.blockSignals(True)
+        self.auto_levels_action.setChecked(enabled)
+        self.auto_levels_action.blockSignals(False)
+
+    def show_help(self) -> None:
+        """A non-modal note on the keys and the mouse."""
+        box = QMessageBox(QMessageBox.Icon.Information, "bgsub-gui: keyboard and mouse", HELP_TEXT,
+                          QMessageBox.StandardButton.Close, self)
+        box.setModal(False)
+        box.show()
+        self._help_box = box
 
     def _toggle_save(self, enabled: bool) -> None:
         folder = None

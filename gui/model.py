@@ -396,6 +396,7 @@ class Session:
         source cannot be opened; the previous source is then already closed.
         """
         self.close()
+        self.info = None
         if isinstance(spec, os.PathLike):
             spec = os.fspath(spec)
         source = self._open(spec)

@@ -69,10 +69,13 @@ class FrameViews(QWidget):
     Signals
     -------
     levelsChanged(float, float)
-        The user moved the score map's levels.
+        The score map's levels moved.
+    autoLevelsChanged(bool)
+        The levels stopped (False) or started (True) following the scores.
     """
 
     levelsChanged = Signal(float, float)
+    autoLevelsChanged = Signal(bool)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -130,7 +133,9 @@ class FrameViews(QWidget):
         """Forget the images (a new source or a new model); levels follow the scores again."""
         self._last = None
         self._levels_range = None
-        self._auto_levels = True
+        if not self._auto_levels:
+            self._auto_levels = True
+            self.autoLevelsChanged.emit(True)
         for item in (self.frame_item, self.mask_item, self.score_item):
             item.clear()
 
@@ -170,7 +175,9 @@ class FrameViews(QWidget):
         return self._auto_levels
 
     def set_auto_levels(self, enabled: bool) -> None:
-        self._auto_levels = bool(enabled)
+        if bool(enabled) != self._auto_levels:
+            self._auto_levels = bool(enabled)
+            self.autoLevelsChanged.emit(self._auto_levels)
         if enabled and self._last is not None and self._last.score is not None:
             self._set_levels(*symmetric_levels(self._last.score, self._last.score_range))
 
@@ -184,8 +191,9 @@ class FrameViews(QWidget):
             self._setting_levels = False
 
     def _on_user_levels(self, *_args) -> None:
-        if not self._setting_levels:
+        if not self._setting_levels and self._auto_levels:
             self._auto_levels = False
+            self.autoLevelsChanged.emit(False)
 
     def _on_levels(self, *_args) -> None:
         lo, hi = self.histogram.getLevels()
