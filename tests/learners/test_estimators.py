@@ -332,3 +332,16 @@ def test_linear_kernel_with_zero_rows():
         assert np.isfinite(est.dual_coef_).all()
         out = est.predict(X) if isinstance(est, OLKRegressor) else est.decision_function(X)
         assert np.isfinite(out).all()
+
+
+def test_library_example_in_docs_runs(capsys):
+    """The 10-line example of docs/learners.md (copied into the README) runs and prints what the doc says."""
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "learners.md").read_text()
+    code = re.search(r"```python\n(.*?)```", doc, re.S).group(1)
+    assert len([line for line in code.splitlines() if line.strip()]) <= 10
+    exec(compile(code, "docs/learners.md", "exec"), {})
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["['same' 'other'] 512", "[ 1 -1]"]
