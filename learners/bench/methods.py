@@ -29,6 +29,8 @@ class Method:
         Online learner (``partial_fit``, one pass) rather than a batch fit.
     note : str
         Where the parameters come from, or what was chosen where the paper is silent.
+    default : bool
+        Run when ``--methods`` is not given (extra references are opt-in).
     """
 
     name: str
@@ -36,6 +38,7 @@ class Method:
     params: dict = field(default_factory=dict)
     online: bool = True
     note: str = ""
+    default: bool = True
 
     def estimator_class(self):
         """The class (or callable) that builds the estimator; raises ImportError if missing."""
@@ -91,9 +94,9 @@ def apply_overrides(methods, assignments):
 
 
 def select(methods, names):
-    """Keep the methods named in ``names`` (a list), in their original order."""
+    """Keep the methods named in ``names`` (a list), in their original order; the defaults if empty."""
     if not names:
-        return methods
+        return [m for m in methods if m.default]
     known = {m.name for m in methods}
     bad = [n for n in names if n not in known]
     if bad:
