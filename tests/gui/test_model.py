@@ -259,3 +259,18 @@ def test_latest_frame_reader_stops_its_thread():
     reader.stop(timeout=2.0)
     assert not reader.running
     stop.set()
+
+
+@pytest.mark.parametrize("algo", registry.algorithms())
+def test_every_registered_algorithm_runs_in_a_session(algo, tiny_sequence):
+    session = Session(algo=algo)
+    session.open(tiny_sequence)
+    results = [session.step() for _ in range(8)]
+    last = results[-1]
+    lo, hi = session.score_range
+    assert lo < hi
+    assert last.score is not None and last.score.shape == (48, 64) and last.score.dtype == np.float32
+    assert last.mask.dtype == np.uint8 and set(np.unique(last.mask)) <= {0, 255}
+    assert last.roc is not None and 0.0 <= last.roc.auc <= 1.0
+    assert last.scored_frames == 5
+    session.close()
