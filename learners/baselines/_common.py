@@ -14,7 +14,6 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-
 from sklearn.base import BaseEstimator
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted
