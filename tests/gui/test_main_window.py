@@ -293,3 +293,18 @@ def test_pacing_a_file_at_its_frame_rate(qtbot, make_window, tmp_path):
     play_frames(qtbot, window, 11)
     # Ten intervals of 1/20 s at least: the file is not raced through.
     assert time.perf_counter() - start >= 10 / 20.0 - 0.02
+
+
+def test_single_key_shortcuts_do_not_steal_typing(qtbot, make_window):
+    window = make_window("knn")
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=TIMEOUT_MS)
+    window.controls.threshold_spin.setValue(0.5)
+    spin = window.controls.params.widget("history")
+    spin.setFocus()
+    qtbot.waitUntil(spin.hasFocus, timeout=TIMEOUT_MS)
+    spin.selectAll()
+    qtbot.keyClicks(spin, "1000")
+    assert "1000" in spin.lineEdit().text()
+    assert window.controls.threshold_spin.value() == pytest.approx(0.5)  # "0" did not reset it
+    assert not window.views.overlay
