@@ -24,7 +24,7 @@ from learners.bench.common import resolve_methods, stderr_log
 from learners.bench.report import plots_dir
 
 EXAMPLES = {
-    "example1": (example1, "classification: OLK_C vs NORMA, perceptrons, Projectron, SVM (paper Figs. 1-4)"),
+    "example1": (example1, "classification: OLK_C vs NORMA, perceptrons, Projectron, SVM (paper Figs. 2-4)"),
     "example2": (example2, "regression: OLK_R vs NORMA, kernel perceptron, KRLS, LS-SVM (paper Figs. 1, 6)"),
     "example3": (example3, "novelty detection: ROC and AUC of OLK_N and NORMA (paper Fig. 8)"),
 }

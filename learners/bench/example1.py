@@ -8,7 +8,7 @@ Reported per method: cumulative online mistakes (prequential, see
 :mod:`learners.bench.protocol`; for the batch SVM, the training errors of the fit on
 the first ``n`` points), the test error, the number of support vectors, and the
 seconds of one fit on all points. Also OLK_C's support vectors against ``n`` for
-several thresholds ``Thr_sv`` (the paper's "Fig. 1/2" of section IV-A).
+several thresholds ``Thr_sv`` (the paper's Fig. 2 of section IV-A).
 
 Parameters: the paper's Table I (cross-validated there). The table's text is
 garbled in our copy; we read its rows as SVM ``p = 1, C = 2``; OLK_C ``p = 1.2,
