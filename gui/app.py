@@ -32,6 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="bgsub-gui",
         description="Background subtraction, live: input frame, foreground mask and score map "
         "next to ROC metrics, on a camera, a video file or a sequence folder.",
+        epilog="Keys: Space play/pause, Right step, R restart, O mask overlay, 0 threshold to 0, "
+        "A auto score levels, Ctrl+O open a video, Ctrl+Shift+O open a folder, Ctrl+B the sample, "
+        "Ctrl+S save masks, Ctrl+Q quit. Drop a file or folder onto the window to open it. "
+        "Example: QT_QPA_PLATFORM=offscreen bgsub-gui sample --frames 120 --screenshot gui.png",
     )
     p.add_argument(
         "source",

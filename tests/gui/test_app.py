@@ -30,8 +30,9 @@ def run_gui(args, tmp_path, timeout=240):
 
 def test_screenshot_of_a_sequence_then_exit_0(tmp_path, tiny_sequence):
     shot = tmp_path / "shots" / "gui.png"
+    masks = tmp_path / "masks"
     proc = run_gui([tiny_sequence, "--algo", "knn", "--set", "history=50", "--frames", "12",
-                    "--screenshot", shot, "--size", "900x600"], tmp_path)
+                    "--screenshot", shot, "--size", "900x600", "--save-masks", masks], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "after 12 frames" in proc.stdout
     assert shot.stat().st_size > 10_000
@@ -40,6 +41,7 @@ def test_screenshot_of_a_sequence_then_exit_0(tmp_path, tiny_sequence):
     assert (image.width(), image.height()) == (900, 600)
     assert not list(shot.parent.glob(".*"))  # no temporary file left
     assert (tmp_path / "config").is_dir()  # the recent list went there, not to the user's
+    assert sorted(p.name for p in masks.iterdir()) == [f"bin{n:06d}.png" for n in range(1, 13)]
 
 
 def test_screenshot_of_a_broken_file_shows_the_error_and_exits_1(tmp_path):
