@@ -5,13 +5,27 @@ Estimators (scikit-learn API; ``partial_fit`` consumes rows in order as a stream
 - :class:`NORMAClassifier`, :class:`NORMARegressor`, :class:`NORMAOneClass`
   (Kivinen, Smola, Williamson 2004);
 - :class:`OLKClassifier`, :class:`OLKRegressor`, :class:`OLKOneClass`
-  (Li et al., IEEE TNNLS 2013).
+  (Li et al., IEEE TNNLS 2013);
+- the baselines those papers compare against: :class:`Perceptron`,
+  :class:`KernelPerceptron`, :class:`KernelPerceptronRegressor`,
+  :class:`BudgetOnlineSVM`, :class:`Projectron`, :class:`KRLS`, :class:`LSSVM`
+  (batch SVMs come from scikit-learn).
 
 The update rules themselves live once, as numba-jitted step functions, in
 :mod:`learners.steps`; kernels in :mod:`learners.kernels`; the bounded expansion
 in :mod:`learners.expansion`.
 """
 
+from learners import baselines
+from learners.baselines import (
+    KRLS,
+    LSSVM,
+    BudgetOnlineSVM,
+    KernelPerceptron,
+    KernelPerceptronRegressor,
+    Perceptron,
+    Projectron,
+)
 from learners.norma import NORMAClassifier, NORMAOneClass, NORMARegressor
 from learners.olk import OLKClassifier, OLKOneClass, OLKRegressor
 
@@ -24,5 +38,5 @@ __all__ = [
     "OLKClassifier",
     "OLKOneClass",
     "OLKRegressor",
+    *baselines.__all__,
 ]
-from learners.baselines import *  # noqa: E402,F401,F403  (the papers baselines; see learners.baselines.__all__)

@@ -125,10 +125,21 @@ EMPTY_LUT = np.zeros(0, dtype=np.float64)
 
 
 @njit(cache=True, fastmath=True, parallel=True)
-def _gram(kind, X, Y, width, degree, coef0, lut, out):
+def _gram_parallel(kind, X, Y, width, degree, coef0, lut, out):
     for i in prange(X.shape[0]):
         for j in range(Y.shape[0]):
             out[i, j] = kernel_value(kind, X[i], Y[j], width, degree, coef0, lut)
+
+
+@njit(cache=True, fastmath=True)
+def _gram_serial(kind, X, Y, width, degree, coef0, lut, out):
+    for i in range(X.shape[0]):
+        for j in range(Y.shape[0]):
+            out[i, j] = kernel_value(kind, X[i], Y[j], width, degree, coef0, lut)
+
+
+#: Below this many kernel evaluations, starting threads costs more than it saves.
+_PARALLEL_MIN_EVALUATIONS = 1 << 16
 
 
 def gram(X, Y=None, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0, lut=None):
@@ -140,5 +151,6 @@ def gram(X, Y=None, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0, lut=Non
     X = np.ascontiguousarray(np.atleast_2d(X))
     Y = X if Y is None else np.ascontiguousarray(np.atleast_2d(Y))
     out = np.empty((X.shape[0], Y.shape[0]), dtype=np.float64)
-    _gram(kind, X, Y, float(width), float(degree), float(coef0), EMPTY_LUT if lut is None else lut, out)
+    fill = _gram_parallel if X.shape[0] * Y.shape[0] * X.shape[1] >= _PARALLEL_MIN_EVALUATIONS else _gram_serial
+    fill(kind, X, Y, float(width), float(degree), float(coef0), EMPTY_LUT if lut is None else lut, out)
     return out

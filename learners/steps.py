@@ -414,9 +414,3 @@ def norma_novelty_step(x, sv, coef, ring, scale, eta, lam, nu, rho, kind, width,
     f = scale * total
     alpha, rho = norma_novelty_update(x, f, sv, coef, ring, scale, eta, lam, nu, rho, sv_threshold)
     return f, alpha, rho
-
-
-def __getattr__(name):  # pragma: no cover - helpful error for typos
-    raise AttributeError(f"module 'learners.steps' has no attribute {name!r}")
-
-
