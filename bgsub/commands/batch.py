@@ -25,6 +25,7 @@ import argparse
 import concurrent.futures as cf
 import fnmatch
 import json
+import math
 import multiprocessing as mp
 import os
 import queue as _queue
@@ -670,6 +671,11 @@ def main(args: argparse.Namespace) -> int:
     scored = [(k, v["metrics"]) for k, v in items.items() if v.get("status") == "done" and v.get("metrics")]
     for key, metrics in scored:
         print(f"  {key}: {format_metrics(metrics)}")
+    if len(scored) > 1:
+        from bgsub.metrics import mean_metrics
+
+        mean = mean_metrics([{k: (math.nan if v is None else v) for k, v in m.items()} for _, m in scored])
+        print(f"  mean over {len(scored)} scored inputs: {format_metrics(mean)}")
     for key in failed:
         print(f"  failed: {key}: {items[key].get('error')}", file=sys.stderr)
     if unfinished:

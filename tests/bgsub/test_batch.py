@@ -94,6 +94,7 @@ def test_batch_good_videos_finish_bad_one_is_reported(tree, tmp_path, capsys):
     assert m["runs"][0]["frames"] == 20 + 15 + 24 and m["runs"][0]["fps"] > 0
     captured = capsys.readouterr()
     assert "3 done, 1 failed" in captured.out
+    assert "  cdnet/street: F=" in captured.out
     assert "failed: night/broken.mp4" in captured.err
     # Nothing temporary is left anywhere.
     assert [p for p in out.rglob(".*")] == []
