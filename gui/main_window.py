@@ -422,7 +422,13 @@ class MainWindow(QMainWindow):
         result = self.controller.take_result()
         if result is None:
             return
+        previous = self.last_result
         self.last_result = result
+        if result.decode_errors and (previous is None or result.decode_errors > previous.decode_errors):
+            self.statusBar().showMessage(
+                f"{result.decode_errors} frame(s) of {self.source_info.name if self.source_info else 'the source'} "
+                "could not be decoded and were skipped"
+            )
         self.views.show_result(result)
         self.metrics.show_result(result)
         self.resultShown.emit(result)

@@ -292,7 +292,12 @@ class SessionWorker(QObject):
                 )
             else:
                 self._set_state(PlayState.ENDED)
-                self.info.emit(f"end of {info.name if info else 'the source'}")
+                source = self.session.source
+                if source is not None and getattr(source, "incomplete", False):
+                    # A truncated or partly corrupt file: say how many frames were lost.
+                    self.error.emit(source.summary())
+                else:
+                    self.info.emit(f"end of {info.name if info else 'the source'}")
             return False
         except Exception as exc:
             self.pause()

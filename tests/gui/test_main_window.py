@@ -308,3 +308,26 @@ def test_single_key_shortcuts_do_not_steal_typing(qtbot, make_window):
     assert "1000" in spin.lineEdit().text()
     assert window.controls.threshold_spin.value() == pytest.approx(0.5)  # "0" did not reset it
     assert not window.views.overlay
+
+
+def test_truncated_video_says_frames_were_lost(qtbot, make_window, tmp_path):
+    import cv2
+    import numpy as np
+
+    path = tmp_path / "clip.avi"
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 10.0, (64, 48))
+    rng = np.random.default_rng(1)
+    for _ in range(30):
+        writer.write(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8))
+    writer.release()
+    data = path.read_bytes()
+    cut = tmp_path / "cut.avi"
+    cut.write_bytes(data[: int(len(data) * 0.6)])
+    window = make_window("knn")
+    open_and_wait(qtbot, window, cut)
+    window.play()
+    qtbot.waitUntil(lambda: window.state == PlayState.ENDED, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(window.error_banner.isVisible, timeout=TIMEOUT_MS)
+    text = window.error_banner.text()
+    assert "cut.avi" in text and "expected 30" in text and "truncated" in text
+    assert window.controller.thread.isRunning()
