@@ -251,3 +251,60 @@ def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg,
                 rho[i, j] = new_rho
                 n += 1
         stepped[i] = n
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def olkn_update_frame(frame, samples, coef, ring, rho, scale, r, nu, C, rho_rule, f_in, oldest_in, mask,
+                      p_bg, p_fg, seed, frame_no, stepped):
+    """OLK_N update at the pixels selected by an external ``mask`` (second pass after :func:`score_frame`).
+
+    Used when the policy follows the post-processed mask (``update_mask="post"``);
+    ``f_in``/``oldest_in`` are :func:`score_frame`'s outputs. Same selection rule
+    and the same :func:`learners.steps.olk_n_update` as :func:`olkn_frame`.
+    """
+    H = frame.shape[0]
+    W = frame.shape[1]
+    B = samples.shape[2]
+    nc = samples.shape[3]
+    fb = frame.ctypes.data
+    sb = samples.ctypes.data
+    cb = coef.ctypes.data
+    rb = ring.ctypes.data
+    for i in prange(H):
+        n = 0
+        for j in range(W):
+            p = i * W + j
+            if not _selected(mask[i, j] != 0, ring[i, j, 1], B, p_bg, p_fg, seed, frame_no, p):
+                continue
+            a, new_rho = olk_n_update(_vec(frame, fb, p, nc), f_in[i, j], oldest_in[i, j], _mat(samples, sb, p, B, nc),
+                                      _vec(coef, cb, p, B), _vec(ring, rb, p, 2), scale, r, nu, C, rho[i, j],
+                                      rho_rule, 1.0, 0.0)
+            rho[i, j] = new_rho
+            n += 1
+        stepped[i] = n
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def norma_update_frame(frame, samples, coef, ring, rho, scale, eta, lam, nu, f_in, mask, p_bg, p_fg, seed,
+                       frame_no, stepped):
+    """nu-NORMA update at the pixels selected by an external ``mask`` (see :func:`olkn_update_frame`)."""
+    H = frame.shape[0]
+    W = frame.shape[1]
+    B = samples.shape[2]
+    nc = samples.shape[3]
+    fb = frame.ctypes.data
+    sb = samples.ctypes.data
+    cb = coef.ctypes.data
+    rb = ring.ctypes.data
+    for i in prange(H):
+        n = 0
+        for j in range(W):
+            p = i * W + j
+            if not _selected(mask[i, j] != 0, 1 if ring[i, j, 1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p):
+                continue
+            alpha, new_rho = norma_novelty_update(_vec(frame, fb, p, nc), f_in[i, j], _mat(samples, sb, p, B, nc),
+                                                  _vec(coef, cb, p, B), _vec(ring, rb, p, 2), scale, eta, lam, nu,
+                                                  rho[i, j], 0.0)
+            rho[i, j] = new_rho
+            n += 1
+        stepped[i] = n

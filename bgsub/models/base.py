@@ -11,6 +11,7 @@ update, which decay).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -22,7 +23,7 @@ from bgsub.registry import ParamSpec
 from learners.expansion import needs_renormalise
 from learners.kernels import gaussian_lut
 
-__all__ = ["PixelKernelSubtractor", "COMMON_PARAMS"]
+__all__ = ["PixelKernelSubtractor", "COMMON_PARAMS", "with_defaults"]
 
 #: Parameters shared by every kernel subtractor (pre- and post-processing, policy).
 COMMON_PARAMS = (
@@ -40,6 +41,10 @@ COMMON_PARAMS = (
     ParamSpec("fg_update_prob", float, 0.02,
               "probability that a pixel classified foreground steps its learner in a frame (1: the paper's "
               "unconditional update; small: stopped objects are not absorbed)", "", 0.0, 1.0),
+    ParamSpec("update_mask", str, "raw",
+              "which mask the update policy reads: 'raw' (score > 0, one fused pass) or 'post' (after "
+              "median/morphology/min_area: isolated false detections still update, objects do not)", "",
+              choices=("raw", "post")),
     ParamSpec("median", int, 7, "median filter of the mask, aperture (0: off; odd)", "pixels", 0, 15),
     ParamSpec("open", int, 0, "morphological opening of the mask, square size (0: off)", "pixels", 0, 15),
     ParamSpec("close", int, 0, "morphological closing of the mask, square size (0: off)", "pixels", 0, 15),
@@ -48,6 +53,14 @@ COMMON_PARAMS = (
 )
 
 _PROB_ONE = fk.PROB_ONE
+
+
+def with_defaults(specs: tuple[ParamSpec, ...], **defaults) -> tuple[ParamSpec, ...]:
+    """``specs`` with the defaults of the named parameters replaced."""
+    unknown = set(defaults) - {p.name for p in specs}
+    if unknown:
+        raise KeyError(f"no such parameters: {sorted(unknown)}")
+    return tuple(dataclasses.replace(p, default=defaults[p.name]) if p.name in defaults else p for p in specs)
 
 
 def _prob(p: float) -> int:
@@ -272,17 +285,25 @@ class PixelKernelSubtractor:
             if self.params["init"] == "neighbours":
                 self._init_from_neighbours(img)
         if lr == 0.0:
+            self._stepped[:] = 0
             fk.score_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
                            self._score_offset, self._score, self._f, self._oldest, self._rawmask)
-        else:
-            # The policy looks at the raw classification (score > 0), so that
-            # post-processing only filters the output.
+        mask = None
+        if lr != 0.0:
             p_bg = _prob(self.params["update_prob"] if lr == -1 else lr)
             p_fg = _prob(self.params["fg_update_prob"])
-            self._frame(img, p_bg, p_fg, self._rawmask)
+            if self.params["update_mask"] == "raw":
+                # score, raw mask and update in one pass; post-processing only filters the output
+                self._frame(img, p_bg, p_fg, self._rawmask)
+            else:
+                fk.score_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
+                               self._score_offset, self._score, self._f, self._oldest, self._rawmask)
+                mask = self._postprocess(self._rawmask)
+                self._update(img, mask, p_bg, p_fg)
             self.n_steps_ += int(self._stepped.sum())
             self._advance_scale()
-        mask = self._postprocess(self._rawmask)
+        if mask is None:
+            mask = self._postprocess(self._rawmask)
         self._mask = mask
         self.n_frames_ += 1
         return mask.copy()
@@ -340,6 +361,10 @@ class PixelKernelSubtractor:
         return None if self._score is None else self._rawmask.copy()
 
     # subclass hooks
+    def _update(self, img: np.ndarray, mask: np.ndarray, p_bg: int, p_fg: int) -> None:
+        """Step the pixels ``mask`` selects, after :func:`score_frame` (``update_mask="post"``)."""
+        raise NotImplementedError
+
     def _frame(self, img: np.ndarray, p_bg: int, p_fg: int, mask_out: np.ndarray) -> None:
         """Score ``img`` into ``self._score``/``mask_out`` and step the selected pixels (one jitted pass)."""
         raise NotImplementedError

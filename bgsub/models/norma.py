@@ -13,26 +13,26 @@ Score ``rho - f(x)``; positive = novelty = foreground.
 from __future__ import annotations
 
 from bgsub.models import _frame_kernels as fk
-from bgsub.models.base import COMMON_PARAMS, PixelKernelSubtractor
+from bgsub.models.base import COMMON_PARAMS, PixelKernelSubtractor, with_defaults
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
 from learners.steps import norma_decay
 
 __all__ = ["NORMASubtractor", "createNORMA", "NORMA_PARAMS", "NORMA_PRESETS"]
 
 NORMA_PARAMS = (
-    ParamSpec("width", float, 10.0, "Gaussian kernel width p in k(x,y) = exp(-||x-y||^2/p^2)",
+    ParamSpec("width", float, 40.0, "Gaussian kernel width p in k(x,y) = exp(-||x-y||^2/p^2)",
               "pixel value 0-255", 0.5, 255.0),
     ParamSpec("eta", float, 0.001, "learning rate: coefficient of a new term and step of rho", "", 1e-9, 1.0),
     ParamSpec("lam", float, 0.0001, "regularisation: old coefficients decay by 1 - eta*lam per step", "",
               0.0, 1e3),
     ParamSpec("nu", float, 0.1, "target fraction of novel steps (rho tracks the nu-quantile of f)", "",
               0.0, 1.0),
-) + COMMON_PARAMS
+) + with_defaults(COMMON_PARAMS, update_prob=1.0, fg_update_prob=0.05, update_mask="post")
 
 NORMA_PRESETS = {
     "paper": {"width": 10.0, "eta": 0.001, "lam": 0.0001, "nu": 0.1, "budget": 20, "color": "bgr",
-              "blur": 0.0, "update_prob": 1.0, "fg_update_prob": 1.0, "median": 0, "open": 0, "close": 0,
-              "min_area": 0},
+              "blur": 0.0, "init": "empty", "update_prob": 1.0, "fg_update_prob": 1.0, "update_mask": "raw",
+              "median": 0, "open": 0, "close": 0, "min_area": 0},
 }
 
 
@@ -72,6 +72,12 @@ class NORMASubtractor(PixelKernelSubtractor):
         fk.norma_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["eta"],
                        p["lam"], p["nu"], p_bg, p_fg, p["seed"], self.n_frames_, self._score, mask_out,
                        self._stepped)
+
+    def _update(self, img, mask, p_bg, p_fg):
+        p = self.params
+        fk.norma_update_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, p["eta"],
+                              p["lam"], p["nu"], self._f, mask, p_bg, p_fg, p["seed"], self.n_frames_,
+                              self._stepped)
 
     def _decay(self) -> float:
         return float(norma_decay(self.params["eta"], self.params["lam"]))

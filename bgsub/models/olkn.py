@@ -34,7 +34,7 @@ OLKN_PARAMS = (
 OLKN_PRESETS = {
     "paper": {"width": 10.0, "r": 0.001, "nu": 0.1, "C": 0.2, "budget": 20, "rho_rule": "paper",
               "color": "bgr", "blur": 0.0, "init": "empty", "update_prob": 1.0, "fg_update_prob": 1.0,
-              "median": 0, "open": 0, "close": 0, "min_area": 0},
+              "update_mask": "raw", "median": 0, "open": 0, "close": 0, "min_area": 0},
 }
 
 
@@ -79,6 +79,12 @@ class OLKNSubtractor(PixelKernelSubtractor):
         fk.olkn_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["r"],
                       p["nu"], p["C"], RHO_RULES[p["rho_rule"]], p_bg, p_fg, p["seed"], self.n_frames_,
                       self._score, mask_out, self._stepped)
+
+    def _update(self, img, mask, p_bg, p_fg):
+        p = self.params
+        fk.olkn_update_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, p["r"], p["nu"],
+                             p["C"], RHO_RULES[p["rho_rule"]], self._f, self._oldest, mask, p_bg, p_fg, p["seed"],
+                             self.n_frames_, self._stepped)
 
     def _decay(self) -> float:
         return float(olk_decay(self.params["r"]))

@@ -13,7 +13,8 @@ from learners.expansion import needs_renormalise
 from learners.kernels import GAUSSIAN_LUT, gaussian_lut
 from learners.steps import RHO_RULES, norma_decay, norma_novelty_step, olk_decay, olk_n_step
 
-RAW = dict(init="empty", update_prob=1.0, fg_update_prob=1.0, blur=0.0, median=0, open=0, close=0, min_area=0)
+RAW = dict(init="empty", update_prob=1.0, fg_update_prob=1.0, blur=0.0, median=0, open=0, close=0, min_area=0,
+           update_mask="raw")
 
 
 def _stream(T=150, H=4, W=5, C=3, seed=0):
@@ -48,11 +49,12 @@ def _scalar_olkn(series, B, width, r, nu, C, rule):
     return np.array(scores, np.float32)
 
 
-@pytest.mark.parametrize("rule", ["paper", "primal"])
-@pytest.mark.parametrize("r", [0.001, 0.2])  # 0.2 renormalises the global scale (at ~126 frames)
-def test_olkn_pixel_equals_scalar_step(rule, r):
+@pytest.mark.parametrize("rule,r,update_mask", [("paper", 0.001, "raw"), ("primal", 0.001, "raw"),
+                                               ("paper", 0.2, "raw"), ("primal", 0.2, "post")])
+def test_olkn_pixel_equals_scalar_step(rule, r, update_mask):
+    # r = 0.2 renormalises the global scale (at ~126 frames)
     frames = _stream()
-    params = dict(RAW, width=30.0, r=r, nu=0.1, C=0.2, budget=20, rho_rule=rule)
+    params = dict(RAW, width=30.0, r=r, nu=0.1, C=0.2, budget=20, rho_rule=rule, update_mask=update_mask)
     sub = bgsub.createOLKN(**params)
     scores, masks = [], []
     for fr in frames:
@@ -70,10 +72,11 @@ def test_olkn_pixel_equals_scalar_step(rule, r):
         assert masks[[60, 61, 95, 96, 130, 131], 1, 2].mean() > masks[100:125, 0, 0].mean()
 
 
-def test_norma_pixel_equals_scalar_step():
+@pytest.mark.parametrize("update_mask", ["raw", "post"])  # one fused pass, or score pass + update pass
+def test_norma_pixel_equals_scalar_step(update_mask):
     frames = _stream(T=120, C=1)[..., 0]  # grey frames (H, W)
     eta, lam, nu, width, B = 0.01, 0.5, 0.2, 15.0, 6
-    sub = bgsub.createNORMA(**RAW, width=width, eta=eta, lam=lam, nu=nu, budget=B)
+    sub = bgsub.createNORMA(**dict(RAW, update_mask=update_mask), width=width, eta=eta, lam=lam, nu=nu, budget=B)
     scores = np.array([(sub.apply(fr), sub.getScoreMap())[1] for fr in frames])
     lut = gaussian_lut(width, 255 * 255)
     for (i, j) in [(0, 1), (2, 2)]:
