@@ -132,6 +132,12 @@ def main(argv: list[str] | None = None) -> int:
         params = registry.parse_assignments(session.algo, args.assignments)
         if params:
             session.set_algorithm(session.algo, params)
+        lo, hi = session.score_range
+        if not lo <= args.threshold <= hi:
+            raise ValueError(
+                f"--threshold must lie in the score range [{lo:g}, {hi:g}] of {session.algo}, "
+                f"got {args.threshold:g}"
+            )
     except ValueError as exc:
         parser.error(str(exc))
 

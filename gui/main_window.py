@@ -360,8 +360,10 @@ class MainWindow(QMainWindow):
             self.controller.play()
 
     def set_algorithm(self, algo: str, params: dict | None = None) -> None:
+        """Switch algorithm (new model); the threshold goes back to 0, as scores change scale."""
         self.controls.show_algorithm(algo, params)
         self.controller.set_algorithm(algo, params)
+        self._set_threshold(0.0)
 
     def set_param(self, name: str, value: Any) -> None:
         """Change a parameter as if typed in its widget."""

@@ -310,9 +310,18 @@ class ControlPanel(QWidget):
         self.params.build(algo, values)
 
     def set_score_range(self, lo: float, hi: float) -> None:
-        """Bound the threshold to the score map's range."""
+        """Bound the threshold to the score map's range.
+
+        A threshold outside the new range is brought back into it, and
+        ``thresholdChanged`` says so, so that the model uses what is shown.
+        """
+        value = float(self.threshold_spin.value())
         self.threshold_spin.setOpts(bounds=(lo, hi), step=max((hi - lo) / 200.0, 1e-6))
         self.threshold_range.setText(f"scores lie in [{lo:g}, {hi:g}]")
+        clipped = min(max(value, lo), hi)
+        self.set_threshold(clipped)
+        if clipped != value:
+            self.thresholdChanged.emit(clipped)
 
     def set_threshold(self, value: float) -> None:
         self.threshold_spin.blockSignals(True)

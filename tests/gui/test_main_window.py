@@ -155,9 +155,12 @@ def test_closing_stops_the_worker_thread_while_playing(qtbot, make_window, tiny_
 def test_switching_algorithm_rebuilds_the_parameter_form(qtbot, make_window, tiny_sequence):
     window = make_window("knn")
     open_and_wait(qtbot, window, tiny_sequence)
+    window.controls.threshold_spin.setValue(0.5)
     with qtbot.waitSignal(window.controller.worker.modelReset, timeout=TIMEOUT_MS):
         window.controls.algo_combo.setCurrentText("mog2")
     assert window.controller.session.algo == "mog2"
+    qtbot.waitUntil(lambda: window.controller.session.threshold == 0.0, timeout=TIMEOUT_MS)
+    assert window.controls.threshold_spin.value() == 0.0
     assert set(window.controls.params.names()) == {p.name for p in registry.param_specs("mog2")}
     play_frames(qtbot, window, 4)
     assert window.last_result.processed == 4
