@@ -20,7 +20,7 @@ from learners.steps import RHO_RULES, olk_decay
 __all__ = ["OLKNSubtractor", "createOLKN", "OLKN_PARAMS", "OLKN_PRESETS"]
 
 OLKN_PARAMS = (
-    ParamSpec("width", float, 45.0, "Gaussian kernel width p in k(x,y) = exp(-||x-y||^2/p^2)",
+    ParamSpec("width", float, 40.0, "Gaussian kernel width p in k(x,y) = exp(-||x-y||^2/p^2)",
               "pixel value 0-255", 0.5, 255.0),
     ParamSpec("r", float, 0.001, "forgetting factor: old coefficients are divided by 1 + r every frame",
               "per frame", 0.0, 1.0),
