@@ -2,7 +2,7 @@
 
 Usage::
 
-    bgsub-gui [SOURCE] [--algo NAME] [--set KEY=VALUE ...] [--threshold T]
+    bgsub-gui [SOURCE] [--algo NAME] [--preset NAME] [--set KEY=VALUE ...] [--threshold T]
     bgsub-gui SOURCE --frames N --screenshot FILE.png     # headless, then exit
 
 SOURCE is a camera index (``0``), a video file, a folder of images, a
@@ -46,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
         "(the bundled sample with ground truth; the default)",
     )
     p.add_argument("--algo", default=None, help="algorithm (default: olkn when available)")
+    p.add_argument("--preset", default=None, metavar="NAME",
+                   help="start from a named parameter set of the algorithm (e.g. paper)")
     p.add_argument(
         "--set",
         dest="assignments",
@@ -129,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         if algo is not None and algo not in registry.algorithms():
             raise ValueError(f"unknown algorithm {algo!r}; choose one of {', '.join(registry.algorithms())}")
         session = Session(algo=algo, threshold=args.threshold)
-        params = registry.parse_assignments(session.algo, args.assignments)
+        params = registry.default_params(session.algo, args.preset) if args.preset else {}
+        params.update(registry.parse_assignments(session.algo, args.assignments))
         if params:
             session.set_algorithm(session.algo, params)
         lo, hi = session.score_range

@@ -63,6 +63,7 @@ def test_bad_arguments_are_refused_with_a_message(tmp_path, capsys):
         (["--algo", "knn", "--set", "history=-3"], "history must be >= 1"),
         (["--algo", "knn", "--set", "history"], "--set takes key=value"),
         (["--frames", "0"], "--frames must be >= 1"),
+        (["--algo", "knn", "--preset", "nope"], "unknown preset 'nope' for knn"),
         (["--algo", "knn", "--threshold", "3"], "--threshold must lie in the score range [-1, 1] of knn"),
         (["--size", "big"], "--size takes WIDTHxHEIGHT"),
     ):
