@@ -88,6 +88,13 @@ def _parse_size(text: str) -> tuple[int, int]:
     return w, h
 
 
+def _display_available() -> bool:
+    """False on a Unix without X11 or Wayland (where Qt would abort), unless a platform is forced."""
+    if os.environ.get("QT_QPA_PLATFORM") or sys.platform in ("win32", "darwin"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
 def _source_spec(text: str):
     if text == SAMPLE:
         return SAMPLE
@@ -110,8 +117,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.frames is None:
             args.frames = 100
 
+    elif not _display_available():
+        print(
+            "bgsub-gui: no display to open a window on ($DISPLAY and $WAYLAND_DISPLAY are unset); "
+            "run it in a desktop session, or headless with --frames N --screenshot FILE.png",
+            file=sys.stderr,
+        )
+        return 2
+
     # Qt is imported only now, after QT_QPA_PLATFORM is settled.
-    from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
     from bgsub import registry

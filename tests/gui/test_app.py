@@ -74,6 +74,17 @@ def test_bad_arguments_are_refused_with_a_message(tmp_path, capsys):
     assert not (tmp_path / "x.png").exists()
 
 
+def test_without_a_display_it_says_so_instead_of_aborting(monkeypatch, capsys):
+    from gui.app import main
+
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert main(["--algo", "knn"]) == 2
+    err = capsys.readouterr().err
+    assert "no display" in err and "--screenshot" in err
+
+
 def test_parser_defaults_to_the_bundled_sample():
     args = build_parser().parse_args([])
     assert args.source == "sample" and args.screenshot is None
