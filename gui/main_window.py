@@ -25,7 +25,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gui.model import FrameResult, ParamChange, Session, SourceInfo
+from bgsub import registry
+from gui.model import FrameResult, ParamChange, Session, SourceInfo, warm_up
 from gui.panels import ControlPanel, MetricsPanel
 from gui.views import FrameViews
 from gui.worker import PlayState, SessionController
@@ -126,6 +127,8 @@ class MainWindow(QMainWindow):
         self.state = PlayState.IDLE
         self._closed = False
 
+        self._warmed: set = set()
+        self.warm_up(session.algo, session.params)
         self.controller = SessionController(session, self)
         worker = self.controller.worker
         worker.resultReady.connect(self._on_result_ready)
@@ -240,7 +243,7 @@ class MainWindow(QMainWindow):
         c.step_button.clicked.connect(self.controller.step)
         c.restart_button.clicked.connect(self.controller.restart)
         c.algorithmChosen.connect(self.set_algorithm)
-        c.paramEdited.connect(self.controller.set_param)
+        c.paramEdited.connect(self._on_param_edited)
         c.thresholdChanged.connect(self._set_threshold)
         c.overlayToggled.connect(self._set_overlay)
         c.realtimeToggled.connect(self.controller.set_realtime)
@@ -362,13 +365,42 @@ class MainWindow(QMainWindow):
     def set_algorithm(self, algo: str, params: dict | None = None) -> None:
         """Switch algorithm (new model); the threshold goes back to 0, as scores change scale."""
         self.controls.show_algorithm(algo, params)
+        try:
+            self.warm_up(algo, {**registry.default_params(algo), **(params or {})})
+        except ValueError:
+            pass  # a bad value: the worker refuses it and says why
         self.controller.set_algorithm(algo, params)
         self._set_threshold(0.0)
 
     def set_param(self, name: str, value: Any) -> None:
         """Change a parameter as if typed in its widget."""
         self.controls.params.set_value(name, value)
+        self._on_param_edited(name, value)
+
+    def _on_param_edited(self, name: str, value: Any) -> None:
+        session = self.controller.session
+        algo = session.algo
+        specs = {p.name: p for p in registry.param_specs(algo)}
+        if name in specs and not specs[name].live:
+            self.warm_up(algo, {**dict(session.params), name: value})
         self.controller.set_param(name, value)
+
+    def warm_up(self, algo: str, params: dict) -> None:
+        """Compile ``algo``'s kernels for ``params`` here, in the GUI thread (see :func:`gui.model.warm_up`).
+
+        Done once per algorithm and parameter set; a failure is left for the
+        worker to report when it builds the model.
+        """
+        key = (algo, tuple(sorted((k, repr(v)) for k, v in params.items())))
+        if key in self._warmed:
+            return
+        try:
+            seconds = warm_up(algo, params)
+        except Exception:
+            return
+        self._warmed.add(key)
+        if seconds > 1.0:
+            self.statusBar().showMessage(f"{algo} prepared in {seconds:.1f} s (compiled on first use)")
 
     def _set_threshold(self, value: float) -> None:
         self.controls.set_threshold(value)

@@ -34,10 +34,41 @@ __all__ = [
     "MaskSaver",
     "Session",
     "default_algorithm",
+    "warm_up",
 ]
 
 #: Algorithm picked when none is asked for: the paper's OLK_N when registered.
 PREFERRED_ALGORITHMS = ("olkn", "norma", "knn", "mog2")
+
+
+#: Size of the frames :func:`warm_up` runs a subtractor on.
+WARM_UP_SIZE = (16, 16)
+
+
+def warm_up(algo: str, params: dict[str, Any] | None = None, frames: int = 3) -> float:
+    """Run a throwaway ``algo`` subtractor on a few tiny frames in the calling thread.
+
+    Numba compiles (or loads from its cache) a subtractor's kernels on first use,
+    importing modules as it goes. Doing that in the GUI thread before the worker
+    thread processes frames keeps those imports out of the worker: with PySide6
+    6.11, a worker thread importing numba's modules while the GUI thread runs
+    Qt's event loop crashed the process (segmentation fault) in about one test
+    run in six here. Cheap once compiled (milliseconds).
+
+    Returns
+    -------
+    float
+        Seconds it took.
+    """
+    start = time.perf_counter()
+    subtractor = registry.create(algo, **dict(params or {}))
+    rng = np.random.default_rng(0)
+    h, w = WARM_UP_SIZE
+    for _ in range(frames):
+        subtractor.apply(rng.integers(0, 256, (h, w, 3), dtype=np.uint8))
+        if hasattr(subtractor, "getScoreMap"):
+            subtractor.getScoreMap()
+    return time.perf_counter() - start
 
 
 def default_algorithm() -> str:

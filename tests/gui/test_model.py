@@ -274,3 +274,20 @@ def test_every_registered_algorithm_runs_in_a_session(algo, tiny_sequence):
     assert last.roc is not None and 0.0 <= last.roc.auc <= 1.0
     assert last.scored_frames == 5
     session.close()
+
+
+@pytest.mark.parametrize("algo", registry.algorithms())
+def test_warm_up_runs_each_algorithm_on_tiny_frames(algo):
+    from gui.model import warm_up
+
+    seconds = warm_up(algo, registry.default_params(algo))
+    assert seconds >= 0.0
+    # Once compiled, warming up again is quick (the window does it on every switch).
+    assert warm_up(algo, registry.default_params(algo)) < 5.0
+
+
+def test_warm_up_refuses_bad_parameters():
+    from gui.model import warm_up
+
+    with pytest.raises(ValueError, match="history must be >= 1"):
+        warm_up("knn", {"history": 0})
