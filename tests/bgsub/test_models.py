@@ -247,3 +247,16 @@ def test_highway_first_frames(highway):
     # a road with cars: some foreground, mostly background
     assert 0.001 < (m == 255).mean() < 0.3
     assert np.all(np.isfinite(sub.getScoreMap()))
+
+
+@pytest.mark.parametrize("k", [3, 5, 7, 9])
+def test_binary_median_equals_opencv_median(k):
+    import cv2
+
+    from bgsub.models.base import binary_median
+
+    rng = np.random.default_rng(k)
+    for density in (0.1, 0.5, 0.8):
+        m = np.where(rng.random((37, 53)) < density, np.uint8(255), np.uint8(0))
+        m[5:20, 10:40] = 255
+        np.testing.assert_array_equal(binary_median(m, k), cv2.medianBlur(m, k))
