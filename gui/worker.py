@@ -22,7 +22,7 @@ from PySide6.QtCore import QObject, QThread, QTimer, Qt, Signal, Slot
 
 from bgsub.sources import SourceError
 
-from gui.model import FrameResult, Session, SourceInfo
+from gui.model import FrameResult, Session
 
 __all__ = ["SessionWorker", "SessionController", "PlayState"]
 
@@ -178,7 +178,7 @@ class SessionWorker(QObject):
         if self.session.source is None:
             self.error.emit("no source is open: open a video, a folder or a camera first")
             return
-        self._process_one(wait=5.0)
+        self._process_one(wait=2.0)
 
     @Slot()
     def restart(self) -> None:
