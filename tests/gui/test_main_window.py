@@ -333,3 +333,49 @@ def test_truncated_video_says_frames_were_lost(qtbot, make_window, tmp_path):
     text = window.error_banner.text()
     assert "cut.avi" in text and "expected 30" in text and "truncated" in text
     assert window.controller.thread.isRunning()
+
+
+@pytest.fixture
+def http_stream(tmp_path):
+    """A 60-frame MJPG clip served over HTTP on the loopback address: a live source."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    import cv2
+    import numpy as np
+
+    writer = cv2.VideoWriter(str(tmp_path / "live.avi"), cv2.VideoWriter_fourcc(*"MJPG"), 25.0, (64, 48))
+    for n in range(60):
+        frame = np.full((48, 64, 3), 80, np.uint8)
+        frame[10:20, n % 54:n % 54 + 10] = 250
+        writer.write(frame)
+    writer.release()
+
+    class Handler(SimpleHTTPRequestHandler):
+        def log_message(self, *args):  # keep the test output clean
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(tmp_path)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/live.avi"
+    server.shutdown()
+    server.server_close()
+    thread.join(5)
+
+
+def test_live_stream_that_ends_is_reported_like_an_unplugged_camera(qtbot, make_window, http_stream):
+    window = make_window("knn")
+    open_and_wait(qtbot, window, http_stream)
+    assert window.source_info.is_live
+    window.play()
+    qtbot.waitUntil(lambda: window.state == PlayState.FAILED, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(window.error_banner.isVisible, timeout=TIMEOUT_MS)
+    assert "stopped delivering frames" in window.error_banner.text()
+    window.refresh()
+    result = window.last_result
+    assert result is not None and result.processed >= 1
+    # Frames were either processed or dropped, never queued: at most the 60 sent.
+    assert result.processed + result.dropped <= 60
+    assert window.controller.thread.isRunning()
