@@ -27,7 +27,7 @@ SCALE_MIN = 1e-10
 SCALE_MAX = 1e10
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, fastmath=True, inline="always")
 def expansion_sum(x, sv, coef, ring, kind, width, degree, coef0, lut):
     """Unscaled sum over live terms, and the oldest term's share.
 
