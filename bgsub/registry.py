@@ -24,6 +24,7 @@ __all__ = [
     "AlgorithmInfo",
     "register",
     "algorithms",
+    "algorithm_info",
     "param_specs",
     "default_params",
     "create",
@@ -159,6 +160,11 @@ def _info(algo: str) -> AlgorithmInfo:
         raise ValueError(
             f"unknown algorithm {algo!r}; choose one of {', '.join(algorithms())}"
         ) from None
+
+
+def algorithm_info(algo: str) -> AlgorithmInfo:
+    """Everything registered for ``algo``: factory, parameters, one-line doc, presets."""
+    return _info(algo)
 
 
 def param_specs(algo: str) -> tuple[ParamSpec, ...]:

@@ -302,7 +302,7 @@ class ControlPanel(QWidget):
         self.algo_combo.blockSignals(False)
         doc = ""
         try:
-            doc = registry._info(algo).doc  # one line about the algorithm
+            doc = registry.algorithm_info(algo).doc  # one line about the algorithm
         except Exception:
             pass
         self.algo_doc.setText(doc)
