@@ -126,6 +126,7 @@ class PixelKernelSubtractor:
         self._check(values)
         self.params = values
         self._lut = None
+        self._decay_value = None
         self.reset()
 
     # ------------------------------------------------------------------ params
@@ -157,6 +158,7 @@ class PixelKernelSubtractor:
         needs_reset = any(not specs[k].live and new[k] != self.params[k] for k in params)
         self.params = new
         self._lut = None
+        self._decay_value = None
         self._on_params_changed()
         if needs_reset:
             self.reset()
@@ -320,7 +322,10 @@ class PixelKernelSubtractor:
         return mask.copy()
 
     def _advance_scale(self) -> None:
-        self.scale_ *= self._decay()
+        # the decay only changes with the parameters: computed once per parameter set
+        if self._decay_value is None:
+            self._decay_value = float(self._decay())
+        self.scale_ *= self._decay_value
         if needs_renormalise(self.scale_):
             fk.renormalise(self.coef_, self.scale_)
             self.scale_ = 1.0
