@@ -308,3 +308,56 @@ def norma_update_frame(frame, samples, coef, ring, rho, scale, eta, lam, nu, f_i
             rho[i, j] = new_rho
             n += 1
         stepped[i] = n
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def suppress_shadows(frame, samples, coef, ring, mask, lo, hi, chroma):
+    """Clear foreground pixels that look like a cast shadow on the model's background.
+
+    For a foreground pixel ``x`` with background estimate ``b`` (the
+    coefficient-weighted mean of its samples), the brightness ratio
+    ``alpha = <x, b> / <b, b>`` must lie in ``[lo, hi]`` and the colour must keep
+    its direction: ``||x - alpha b|| <= chroma * alpha * ||b||``. Such pixels are
+    set to 0 in ``mask`` (in place). Returns nothing.
+    """
+    H = frame.shape[0]
+    W = frame.shape[1]
+    B = samples.shape[2]
+    C = samples.shape[3]
+    for i in prange(H):
+        b = np.zeros(C, dtype=np.float64)
+        for j in range(W):
+            if mask[i, j] == 0:
+                continue
+            start = ring[i, j, 0]
+            count = ring[i, j, 1]
+            wsum = 0.0
+            for c in range(C):
+                b[c] = 0.0
+            for k in range(count):
+                slot = start + k
+                if slot >= B:
+                    slot -= B
+                w = abs(np.float64(coef[i, j, slot]))
+                wsum += w
+                for c in range(C):
+                    b[c] += w * np.float64(samples[i, j, slot, c])
+            if wsum <= 0.0:
+                continue
+            bb = 0.0
+            xb = 0.0
+            for c in range(C):
+                b[c] /= wsum
+                bb += b[c] * b[c]
+                xb += np.float64(frame[i, j, c]) * b[c]
+            if bb < 1.0:
+                continue
+            alpha = xb / bb
+            if alpha < lo or alpha > hi:
+                continue
+            d2 = 0.0
+            for c in range(C):
+                e = np.float64(frame[i, j, c]) - alpha * b[c]
+                d2 += e * e
+            if d2 <= chroma * chroma * alpha * alpha * bb:
+                mask[i, j] = 0

@@ -45,6 +45,12 @@ COMMON_PARAMS = (
               "which mask the update policy reads: 'raw' (score > 0, one fused pass) or 'post' (after "
               "median/morphology/min_area: isolated false detections still update, objects do not)", "",
               choices=("raw", "post")),
+    ParamSpec("shadow_low", float, 0.0,
+              "cast-shadow suppression: a foreground pixel that is a darker copy of the background, brightness "
+              "ratio in [shadow_low, 0.95] with its colour direction kept (shadow_chroma), is output as "
+              "background (0: off)", "ratio", 0.0, 0.95),
+    ParamSpec("shadow_chroma", float, 0.1,
+              "largest colour change of a shadow pixel, relative to its brightness", "ratio", 0.0, 1.0),
     ParamSpec("median", int, 7, "median filter of the mask, aperture (0: off; odd)", "pixels", 0, 15),
     ParamSpec("open", int, 0, "morphological opening of the mask, square size (0: off)", "pixels", 0, 15),
     ParamSpec("close", int, 0, "morphological closing of the mask, square size (0: off)", "pixels", 0, 15),
@@ -185,6 +191,7 @@ class PixelKernelSubtractor:
         self.n_steps_ = 0
         self._score = None
         self._mask = None
+        self._img = None
 
     def _allocate(self, H: int, W: int, C: int) -> None:
         B = self.params["budget"]
@@ -253,6 +260,10 @@ class PixelKernelSubtractor:
     def _postprocess(self, raw: np.ndarray) -> np.ndarray:
         p = self.params
         mask = raw
+        if p["shadow_low"] > 0 and self._img is not None:
+            mask = raw.copy()
+            fk.suppress_shadows(self._img, self.samples_, self.coef_, self.ring_, mask, p["shadow_low"], 0.95,
+                                p["shadow_chroma"])
         if p["median"] >= 3:
             mask = binary_median(mask, p["median"])
         if p["open"] >= 2:
@@ -293,6 +304,7 @@ class PixelKernelSubtractor:
         if not (lr == -1 or 0.0 <= lr <= 1.0) or math.isnan(lr):
             raise ValueError(f"learningRate must be -1 (automatic) or in [0, 1], got {learningRate}")
         img = self._prepare(frame)
+        self._img = img
         if self.samples_ is None:
             self._allocate(img.shape[0], img.shape[1], img.shape[2])
             if self.params["init"] == "neighbours":
