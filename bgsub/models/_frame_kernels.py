@@ -83,7 +83,7 @@ def _hash24(seed, frame_no, index):
     return np.int64(z >> np.uint64(40))
 
 
-@njit(cache=True, parallel=True, fastmath=True)
+@njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_out, oldest_out, mask):
     """Evaluate every pixel's expansion at the new frame.
 
@@ -138,7 +138,7 @@ def _selected(fg, count, B, p_bg, p_fg, seed, frame_no, index):
     return _hash24(seed, frame_no, index) < p
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def renormalise(coef, scale):
     """Fold the global scale into the stored coefficients (``coef *= scale``)."""
     H = coef.shape[0]
@@ -148,7 +148,7 @@ def renormalise(coef, scale):
                 coef[i, j, b] = np.float32(coef[i, j, b] * scale)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def background_image(samples, coef, ring, out):
     """Coefficient-weighted mean of each pixel's live samples, as uint8 ``(H, W, C)``.
 
@@ -179,7 +179,7 @@ def background_image(samples, coef, ring, out):
                 out[i, j, c] = np.uint8(min(255.0, max(0.0, v + 0.5)))
 
 
-@njit(cache=True, parallel=True, fastmath=True)
+@njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, p_bg, p_fg, seed, frame_no,
                score, mask, stepped):
     """One OLK_N frame in one pass: score every pixel, then step the selected ones.
@@ -219,7 +219,7 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
         stepped[i] = n
 
 
-@njit(cache=True, parallel=True, fastmath=True)
+@njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg, p_fg, seed, frame_no,
                 score, mask, stepped):
     """One nu-NORMA frame in one pass (score ``rho - f``, then the selected pixels step)."""
@@ -253,7 +253,7 @@ def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg,
         stepped[i] = n
 
 
-@njit(cache=True, parallel=True, fastmath=True)
+@njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def olkn_update_frame(frame, samples, coef, ring, rho, scale, r, nu, C, rho_rule, f_in, oldest_in, mask,
                       p_bg, p_fg, seed, frame_no, stepped):
     """OLK_N update at the pixels selected by an external ``mask`` (second pass after :func:`score_frame`).
@@ -284,7 +284,7 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, r, nu, C, rho_rule
         stepped[i] = n
 
 
-@njit(cache=True, parallel=True, fastmath=True)
+@njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def norma_update_frame(frame, samples, coef, ring, rho, scale, eta, lam, nu, f_in, mask, p_bg, p_fg, seed,
                        frame_no, stepped):
     """nu-NORMA update at the pixels selected by an external ``mask`` (see :func:`olkn_update_frame`)."""
@@ -310,7 +310,7 @@ def norma_update_frame(frame, samples, coef, ring, rho, scale, eta, lam, nu, f_i
         stepped[i] = n
 
 
-@njit(cache=True, parallel=True, fastmath=True)
+@njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def suppress_shadows(frame, samples, coef, ring, mask, lo, hi, chroma):
     """Clear foreground pixels that look like a cast shadow on the model's background.
 
