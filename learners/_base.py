@@ -203,6 +203,49 @@ class BinaryClassifierMixin:
     def _is_classifier(self):
         return True
 
+    def fit(self, X, y):
+        """Start afresh and learn from the rows of ``X`` in order (``n_passes`` times).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,), two distinct labels
+
+        Returns
+        -------
+        self
+        """
+        return self._fit(X, y)
+
+    def partial_fit(self, X, y, classes=None):
+        """Learn from the rows of ``X`` in order, continuing the stream.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,), two distinct labels
+        classes : array-like of shape (2,), optional
+            Both labels; needed on the first call when its batch holds one class.
+
+        Returns
+        -------
+        self
+        """
+        return self._partial_fit(X, y, classes, self._check_params())
+
+    def decision_function(self, X):
+        """``f(x) = sum_j alpha_j k(x_j, x) + offset_``: positive for ``classes_[1]``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        f : ndarray of shape (n_samples,)
+        """
+        return self._raw_decision(X) + self.offset_
+
     def _encode_labels(self, y, classes, first):
         name = type(self).__name__
         check_classification_targets(y)
@@ -255,10 +298,84 @@ class BinaryClassifierMixin:
         return {"binary_only": True}
 
 
+class RegressionMixin:
+    """Real-valued targets: ``predict(X) = f(x) + offset_``."""
+
+    def fit(self, X, y):
+        """Start afresh and learn from the rows of ``X`` in order (``n_passes`` times).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        return self._fit(X, y)
+
+    def partial_fit(self, X, y):
+        """Learn from the rows of ``X`` in order, continuing the stream.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        return self._partial_fit(X, y, None, self._check_params())
+
+    def predict(self, X):
+        """``f(x) = sum_j alpha_j k(x_j, x) + offset_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+        """
+        return self._raw_decision(X) + self.offset_
+
+
 class OneClassMixin:
     """Novelty detection: ``decision_function = score_samples - offset_``, positive = normal."""
 
     _supervised = False
+
+    def fit(self, X, y=None):
+        """Start afresh and learn from the rows of ``X`` in order (``n_passes`` times).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        return self._fit(X, None)
+
+    def partial_fit(self, X, y=None, classes=None):
+        """Learn from the rows of ``X`` in order, continuing the stream.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+        classes : ignored
+
+        Returns
+        -------
+        self
+        """
+        return self._partial_fit(X, None, None, self._check_params())
 
     def score_samples(self, X):
         """Raw score ``f(x)``: higher is more normal.

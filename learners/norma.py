@@ -40,7 +40,13 @@ from __future__ import annotations
 from sklearn.base import ClassifierMixin, OutlierMixin, RegressorMixin
 
 from learners import _stream
-from learners._base import DEFAULT_BUDGET, BinaryClassifierMixin, OneClassMixin, OnlineKernelEstimator
+from learners._base import (
+    DEFAULT_BUDGET,
+    BinaryClassifierMixin,
+    OneClassMixin,
+    OnlineKernelEstimator,
+    RegressionMixin,
+)
 from learners._validation import check_bool, check_choice, check_real
 from learners.steps import REGRESSION_LOSSES
 
@@ -167,51 +173,7 @@ class NORMAClassifier(BinaryClassifierMixin, ClassifierMixin, _NORMABase):
         else:
             self.rho_ = 0.0 if p["loss"] == "perceptron" else p["margin"]
 
-    def fit(self, X, y):
-        """Start afresh and learn from the rows of ``X`` in order (``n_passes`` times).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,), two distinct labels
-
-        Returns
-        -------
-        self
-        """
-        return self._fit(X, y)
-
-    def partial_fit(self, X, y, classes=None):
-        """Learn from the rows of ``X`` in order, continuing the stream.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        classes : array-like of shape (2,), optional
-            Both labels; needed on the first call when its batch holds one class.
-
-        Returns
-        -------
-        self
-        """
-        return self._partial_fit(X, y, classes, self._check_params())
-
-    def decision_function(self, X):
-        """``f(x) = sum_j alpha_j k(x_j, x) + offset_``: positive for ``classes_[1]``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        f : ndarray of shape (n_samples,)
-        """
-        return self._raw_decision(X) + self.offset_
-
-
-class NORMARegressor(RegressorMixin, _NORMABase):
+class NORMARegressor(RegressionMixin, RegressorMixin, _NORMABase):
     """NORMA regression with the losses of Kivinen et al. (eq. 17-21).
 
     Per row with residual ``res = y - f_t(x)`` (offset included):
@@ -294,49 +256,6 @@ class NORMARegressor(RegressorMixin, _NORMABase):
         self.epsilon_ = float(self._state[_stream.EPSILON])
         self.sigma_ = float(self._state[_stream.SIGMA])
 
-    def fit(self, X, y):
-        """Start afresh and learn from the rows of ``X`` in order (``n_passes`` times).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        self
-        """
-        return self._fit(X, y)
-
-    def partial_fit(self, X, y):
-        """Learn from the rows of ``X`` in order, continuing the stream.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        self
-        """
-        return self._partial_fit(X, y, None, self._check_params())
-
-    def predict(self, X):
-        """``f(x) = sum_j alpha_j k(x_j, x) + offset_``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,)
-        """
-        return self._raw_decision(X) + self.offset_
-
-
-
 class NORMAOneClass(OneClassMixin, OutlierMixin, _NORMABase):
     """nu-NORMA novelty detection (Kivinen et al., eq. 16).
 
@@ -398,31 +317,3 @@ class NORMAOneClass(OneClassMixin, OutlierMixin, _NORMABase):
         super()._publish_state(p)
         self.rho_ = float(self._state[_stream.RHO])
         self.offset_ = self.rho_
-
-    def fit(self, X, y=None):
-        """Start afresh and learn from the rows of ``X`` in order (``n_passes`` times).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
-        return self._fit(X, None)
-
-    def partial_fit(self, X, y=None, classes=None):
-        """Learn from the rows of ``X`` in order, continuing the stream.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y, classes : ignored
-
-        Returns
-        -------
-        self
-        """
-        return self._partial_fit(X, None, None, self._check_params())

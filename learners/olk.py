@@ -41,7 +41,13 @@ import numpy as np
 from sklearn.base import ClassifierMixin, OutlierMixin, RegressorMixin
 
 from learners import _stream
-from learners._base import DEFAULT_BUDGET, BinaryClassifierMixin, OneClassMixin, OnlineKernelEstimator
+from learners._base import (
+    DEFAULT_BUDGET,
+    BinaryClassifierMixin,
+    OneClassMixin,
+    OnlineKernelEstimator,
+    RegressionMixin,
+)
 from learners._validation import check_choice, check_real
 from learners.steps import RHO_RULES
 
@@ -126,51 +132,7 @@ class OLKClassifier(BinaryClassifierMixin, ClassifierMixin, _OLKBase):
         super()._publish_state(params)
         self.offset_ = 0.0
 
-    def fit(self, X, y):
-        """Start afresh and learn from the rows of ``X`` in order (``n_passes`` times).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,), two distinct labels
-
-        Returns
-        -------
-        self
-        """
-        return self._fit(X, y)
-
-    def partial_fit(self, X, y, classes=None):
-        """Learn from the rows of ``X`` in order, continuing the stream.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        classes : array-like of shape (2,), optional
-            Both labels; needed on the first call when its batch holds one class.
-
-        Returns
-        -------
-        self
-        """
-        return self._partial_fit(X, y, classes, self._check_params())
-
-    def decision_function(self, X):
-        """``f(x)``: positive for ``classes_[1]``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        f : ndarray of shape (n_samples,)
-        """
-        return self._raw_decision(X)
-
-
-class OLKRegressor(RegressorMixin, _OLKBase):
+class OLKRegressor(RegressionMixin, RegressorMixin, _OLKBase):
     """OLK_R: online kernel regression with an epsilon-insensitive tube (Li et al. 2013, eq. 43-52).
 
     Per row: ``a = min(C, ((1 + r)(y - eps) - f_t(x)) / k(x, x))`` when positive, else
@@ -222,49 +184,6 @@ class OLKRegressor(RegressorMixin, _OLKBase):
     def _publish_state(self, params):
         super()._publish_state(params)
         self.offset_ = 0.0
-
-    def fit(self, X, y):
-        """Start afresh and learn from the rows of ``X`` in order (``n_passes`` times).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        self
-        """
-        return self._fit(X, y)
-
-    def partial_fit(self, X, y):
-        """Learn from the rows of ``X`` in order, continuing the stream.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        self
-        """
-        return self._partial_fit(X, y, None, self._check_params())
-
-    def predict(self, X):
-        """``f(x)``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,)
-        """
-        return self._raw_decision(X)
-
-
 
 class OLKOneClass(OneClassMixin, OutlierMixin, _OLKBase):
     """OLK_N: online novelty detection (Li et al. 2013, eq. 55-69).
@@ -333,31 +252,3 @@ class OLKOneClass(OneClassMixin, OutlierMixin, _OLKBase):
         super()._publish_state(params)
         self.rho_ = float(self._state[_stream.RHO])
         self.offset_ = 1.0 + self.rho_
-
-    def fit(self, X, y=None):
-        """Start afresh and learn from the rows of ``X`` in order (``n_passes`` times).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
-        return self._fit(X, None)
-
-    def partial_fit(self, X, y=None, classes=None):
-        """Learn from the rows of ``X`` in order, continuing the stream.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y, classes : ignored
-
-        Returns
-        -------
-        self
-        """
-        return self._partial_fit(X, None, None, self._check_params())
