@@ -16,27 +16,40 @@ The update rules themselves live once, as numba-jitted step functions, in
 in :mod:`learners.expansion`.
 """
 
-from learners import baselines
-from learners.baselines import (
-    KRLS,
-    LSSVM,
-    BudgetOnlineSVM,
-    KernelPerceptron,
-    KernelPerceptronRegressor,
-    Perceptron,
-    Projectron,
-)
-from learners.norma import NORMAClassifier, NORMAOneClass, NORMARegressor
-from learners.olk import OLKClassifier, OLKOneClass, OLKRegressor
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "NORMAClassifier",
-    "NORMAOneClass",
-    "NORMARegressor",
-    "OLKClassifier",
-    "OLKOneClass",
-    "OLKRegressor",
-    *baselines.__all__,
-]
+# Estimators are imported on first use (PEP 562), so that ``learners.steps`` and the
+# other numba modules, which the background subtractors use, load without pulling in
+# scikit-learn.
+_EXPORTS = {
+    "NORMAClassifier": "learners.norma",
+    "NORMAOneClass": "learners.norma",
+    "NORMARegressor": "learners.norma",
+    "OLKClassifier": "learners.olk",
+    "OLKOneClass": "learners.olk",
+    "OLKRegressor": "learners.olk",
+    "BudgetOnlineSVM": "learners.baselines",
+    "KRLS": "learners.baselines",
+    "KernelPerceptron": "learners.baselines",
+    "KernelPerceptronRegressor": "learners.baselines",
+    "LSSVM": "learners.baselines",
+    "Perceptron": "learners.baselines",
+    "Projectron": "learners.baselines",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'learners' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))
