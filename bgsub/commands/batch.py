@@ -439,6 +439,8 @@ def run_batch(
     stale = 0
     for job in todo:
         stale += remove_partials(Path(job.output).parent, Path(job.output).name)
+    # A manifest write cut short by a kill leaves its temporary file beside it.
+    stale += remove_partials(out_dir, Path(MANIFEST_FILE).stem)
     n_workers = max(1, min(workers or default_workers(), len(todo) or 1))
     run_record = {"started": utc_now(), "workers": n_workers, "pid": os.getpid(), "todo": len(todo),
                   "skipped": skipped, "stale_removed": stale, "pattern": pattern}

@@ -192,7 +192,10 @@ def test_batch_killed_mid_run_then_restarted(tmp_path):
     assert 1 <= len(finished) < len(names)
     visible = [p.name for p in out.iterdir() if not p.name.startswith(".")]
     assert sorted(visible) == sorted([n[:-4] for n in finished] + ["manifest.json"])
-    # Restart: finishes the rest, leaves the finished ones alone.
+    # A kill can also land while the manifest is being written: its temporary file
+    # stays behind (this run's kill may or may not have hit that moment; make sure).
+    (out / ".manifest.partial-1-0dead.json").write_text('{"items": {')
+    # Restart: finishes the rest, leaves the finished ones alone, removes leftovers.
     rc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert rc.returncode == 0, rc.stderr
     assert f"{len(finished)} finished earlier, {len(names) - len(finished)} to do" in rc.stderr
