@@ -197,7 +197,36 @@ class OnlineKernelEstimator(BaseEstimator):
         return out
 
 
-class BinaryClassifierMixin:
+class BinaryDecisionMixin:
+    """``predict`` from the sign of ``decision_function``, and the binary-only tag.
+
+    Shared by the kernel estimators and the baselines (mix in before ClassifierMixin).
+    """
+
+    def predict(self, X):
+        """Class labels: ``classes_[1]`` where ``decision_function(X) > 0``, else ``classes_[0]``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+        """
+        d = self.decision_function(X)
+        return self.classes_[(d > 0).astype(np.intp)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def _more_tags(self):  # scikit-learn < 1.6
+        return {"binary_only": True}
+
+
+class BinaryClassifierMixin(BinaryDecisionMixin):
     """Binary labels of any two values: ``classes_[0]`` maps to -1, ``classes_[1]`` to +1."""
 
     def _is_classifier(self):
@@ -274,28 +303,6 @@ class BinaryClassifierMixin:
             raise ValueError(f"y contains labels {np.unique(y[unseen]).tolist()[:10]} that are not among the "
                              f"classes {self.classes_.tolist()} of this binary {name}")
         return np.where(y == self.classes_[1], 1.0, -1.0)
-
-    def predict(self, X):
-        """Class labels: ``classes_[1]`` where ``decision_function(X) > 0``, else ``classes_[0]``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,)
-        """
-        d = self.decision_function(X)
-        return self.classes_[(d > 0).astype(np.intp)]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        return tags
-
-    def _more_tags(self):  # scikit-learn < 1.6
-        return {"binary_only": True}
 
 
 class RegressionMixin:

@@ -91,29 +91,6 @@ def check_Xy(est, X, y, reset, *, classifier):
     return X, y
 
 
-class BinaryClassifierMixin:
-    """``predict`` from ``decision_function`` and the binary-only tag (mix in before ClassifierMixin)."""
-
-    def predict(self, X):
-        """Class labels: ``classes_[1]`` where ``decision_function(X) > 0``, else ``classes_[0]``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,)
-        """
-        d = self.decision_function(X)
-        return self.classes_[(d > 0).astype(np.intp)]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        return tags
-
-
 class BinaryLabels:
     """Map two class labels to -1/+1 (``classes[1]`` is +1), sklearn style."""
 

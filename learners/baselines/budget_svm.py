@@ -20,8 +20,8 @@ import numbers
 import numpy as np
 from sklearn.base import ClassifierMixin
 
+from learners._base import BinaryDecisionMixin
 from learners.baselines._common import (
-    BinaryClassifierMixin,
     BinaryLabels,
     KernelExpansionEstimator,
     check_X,
@@ -29,7 +29,7 @@ from learners.baselines._common import (
 )
 
 
-class BudgetOnlineSVM(BinaryClassifierMixin, ClassifierMixin, KernelExpansionEstimator):
+class BudgetOnlineSVM(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEstimator):
     """Online kernel classifier with a margin ``beta`` and at most ``budget`` support vectors.
 
     Parameters

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from sklearn.base import ClassifierMixin, RegressorMixin
 
+from learners._base import BinaryDecisionMixin
 from learners.baselines._common import (
-    BinaryClassifierMixin,
     BinaryLabels,
     KernelExpansionEstimator,
     check_X,
@@ -27,7 +27,7 @@ from learners.baselines._common import (
 )
 
 
-class KernelPerceptron(BinaryClassifierMixin, ClassifierMixin, KernelExpansionEstimator):
+class KernelPerceptron(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEstimator):
     """Online kernel perceptron classifier.
 
     Parameters

@@ -14,10 +14,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from learners.baselines._common import BinaryClassifierMixin, BinaryLabels, check_positive, check_X, check_Xy
+from learners._base import BinaryDecisionMixin
+from learners.baselines._common import BinaryLabels, check_positive, check_X, check_Xy
 
 
-class Perceptron(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
+class Perceptron(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     """Online linear perceptron with a bias.
 
     Parameters

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import ClassifierMixin
 
+from learners._base import BinaryDecisionMixin
 from learners.baselines._common import (
-    BinaryClassifierMixin,
     BinaryLabels,
     KernelExpansionEstimator,
     check_X,
@@ -27,7 +27,7 @@ from learners.baselines._common import (
 )
 
 
-class Projectron(BinaryClassifierMixin, ClassifierMixin, KernelExpansionEstimator):
+class Projectron(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEstimator):
     """Bounded kernel perceptron by projection.
 
     Parameters
