@@ -6,6 +6,8 @@ Estimators (scikit-learn API; ``partial_fit`` consumes rows in order as a stream
   (Kivinen, Smola, Williamson 2004);
 - :class:`OLKClassifier`, :class:`OLKRegressor`, :class:`OLKOneClass`
   (Li et al., IEEE TNNLS 2013);
+- :class:`SVMDClassifier`, :class:`SVMDOneClass` (Vishwanathan, Schraudolph &
+  Smola 2006: the online SVM with step sizes adapted by stochastic meta-descent);
 - the baselines those papers compare against: :class:`Perceptron`,
   :class:`KernelPerceptron`, :class:`KernelPerceptronRegressor`,
   :class:`BudgetOnlineSVM`, :class:`Projectron`, :class:`KRLS`, :class:`LSSVM`
@@ -30,6 +32,8 @@ _EXPORTS = {
     "OLKClassifier": "learners.olk",
     "OLKOneClass": "learners.olk",
     "OLKRegressor": "learners.olk",
+    "SVMDClassifier": "learners.svmd",
+    "SVMDOneClass": "learners.svmd",
     "BudgetOnlineSVM": "learners.baselines",
     "KRLS": "learners.baselines",
     "KernelPerceptron": "learners.baselines",

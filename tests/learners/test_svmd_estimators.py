@@ -1,0 +1,131 @@
+"""SVMDClassifier and SVMDOneClass: the transcription through the estimator API, conventions, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sklearn
+from sklearn.base import clone
+
+from learners import SVMDClassifier, SVMDOneClass
+from learners.taxonomy import Taxonomy
+from tests.learners._svmd_reference import SVMDReference
+
+
+def _blobs(n=200, K=3, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, K, size=n)
+    centres = np.array([[np.cos(2 * np.pi * k / K), np.sin(2 * np.pi * k / K)] for k in range(K)]) * 2.0
+    return centres[y] + 0.4 * rng.normal(size=(n, 2)), y
+
+
+def _feed(est, X, y, sizes=(1, 7, 50)):
+    i = k = 0
+    classes = np.unique(y) if y is not None else None
+    while i < X.shape[0]:
+        j = min(X.shape[0], i + sizes[k % len(sizes)])
+        if y is None:
+            est.partial_fit(X[i:j])
+        else:
+            est.partial_fit(X[i:j], y[i:j], classes=classes)
+        i, k = j, k + 1
+    return est
+
+
+@pytest.mark.parametrize("loss,K", [("hinge", 2), ("hinge", 3), ("logistic", 2), ("logistic", 3)])
+def test_classifier_stream_in_batches_equals_transcription(loss, K):
+    X, y = _blobs(150, K)
+    labels = np.array(["a", "b", "c"])[:K][y]
+    est = _feed(SVMDClassifier(loss=loss, width=1.2, eta0=0.5, mu=0.3, decay=0.9, lam=0.02, fit_intercept=True,
+                               budget=None, store_eta_trace=True), X, labels)
+    ref_loss = {("hinge", 2): "binary", ("hinge", 3): "multiclass", ("logistic", 2): "logistic",
+                ("logistic", 3): "multiclass_logistic"}[(loss, K)]
+    ref = SVMDReference(ref_loss, n_outputs=1 if K == 2 else K, width=1.2, eta0=0.5, c=0.02, mu=0.3, decay=0.9,
+                        use_offset=True)
+    etas = []
+    for xi, yi in zip(X, y):
+        ref.step(xi, (1.0 if yi == 1 else -1.0) if K == 2 else int(yi))
+        etas.append(ref.eta)
+    assert np.allclose(est.eta_trace_, etas, rtol=1e-9, atol=1e-12)
+    assert est.eta_ == pytest.approx(etas[-1], rel=1e-9)
+    d = est.decision_function(X[:5])
+    want = np.array([[f for f in ref._values(ref.alphas, list(x))] for x in X[:5]]) + np.array(ref.b)
+    assert np.allclose(d, want[:, 0] if K == 2 else want, atol=1e-9)
+    assert est.n_steps_ == 150 and est.eta_trace_.shape == (150,)
+
+
+def test_decision_function_is_f_and_f_minus_one_without_nu_and_offset():
+    X, y = _blobs(80, 2)
+    clf = SVMDClassifier(fit_intercept=False, budget=None).fit(X, y)
+    f = (clf._raw_values(X[:4]))[:, 0]
+    assert np.allclose(clf.decision_function(X[:4]), f)
+    assert clf.offset_ == 0.0 and clf.margin_ == 1.0
+    occ = SVMDOneClass(budget=None).fit(X)
+    assert np.allclose(occ.decision_function(X[:4]), occ.score_samples(X[:4]) - 1.0)
+
+
+def test_one_class_nu_margin_learnt_and_fraction_of_novelties_near_nu():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(3000, 2))
+    occ = SVMDOneClass(width=1.5, nu=0.1, mu=0.05, decay=0.99, lam=0.01).fit(X)
+    frac = np.mean(occ.predict(X[-1000:]) == -1)
+    assert occ.margin_ != 1.0
+    assert 0.02 < frac < 0.3
+    assert occ.predict([[8.0, 8.0]])[0] == -1
+
+
+def test_multiclass_predicts_blobs_and_decay_schedule_is_eq59():
+    X, y = _blobs(600, 4)
+    clf = SVMDClassifier(width=1.0).fit(X[:500], y[:500])
+    assert np.mean(clf.predict(X[500:]) == y[500:]) > 0.9
+    assert clf.decision_function(X[:3]).shape == (3, 4) and clf.dual_coef_.shape[1] == 4
+    ctl = SVMDClassifier(eta0=0.5, tau=20.0, store_eta_trace=True).fit(X[:50], y[:50])
+    assert np.allclose(ctl.eta_trace_, 0.5 * 20.0 / (20.0 + np.arange(1, 51)))
+
+
+def test_graph_loss_uses_the_taxonomy_distance_and_kernel():
+    tax = {"root": None, "odd": "root", "even": "root", 0: "even", 2: "even", 1: "odd", 3: "odd"}
+    tree = Taxonomy(tax)
+    assert tree.distance_matrix([0, 2, 1]).tolist() == [[0.0, 1.0, 2.0], [1.0, 0.0, 2.0], [2.0, 2.0, 0.0]]
+    assert tree.label_kernel([0, 2, 1]).tolist() == [[3.0, 2.0, 1.0], [2.0, 3.0, 1.0], [1.0, 1.0, 3.0]]
+    X, y = _blobs(400, 4)
+    clf = SVMDClassifier(loss="graph", taxonomy=tax).fit(X[:300], y[:300])
+    assert np.mean(clf.predict(X[300:]) == y[300:]) > 0.85
+    with pytest.raises(ValueError, match="not nodes of the taxonomy"):
+        SVMDClassifier(loss="graph", taxonomy={0: None, 1: 0}).fit(X, y)
+    with pytest.raises(ValueError, match="cycle"):
+        Taxonomy({0: 1, 1: 0}).ancestors(0)
+
+
+def test_budget_bounds_the_expansion_and_clone_restarts():
+    X, y = _blobs(300, 3)
+    clf = SVMDClassifier(budget=16, loss="logistic").fit(X, y)
+    assert clf.n_support_ == 16 and clf.support_vectors_.shape == (16, 2)
+    assert np.allclose(clf.support_vectors_[-1], X[-1])  # logistic adds every row: the newest is last
+    assert not hasattr(clone(clf), "eta_")
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"eta0": 0}, "eta0 must be > 0, got 0"),
+    ({"decay": 1.5}, r"decay must be in \[0, 1\], got 1.5"),
+    ({"nu": 1.0}, r"nu must be in \(0, 1\), got 1"),
+    ({"loss": "logistic", "nu": 0.1}, "works with loss='hinge' only"),
+    ({"loss": "graph"}, "needs taxonomy="),
+    ({"width": -1}, "width must be > 0, got -1"),
+])
+def test_bad_parameters_say_what_was_wrong(kwargs, match):
+    X, y = _blobs(10, 2)
+    with pytest.raises(ValueError, match=match):
+        SVMDClassifier(**kwargs).fit(X, y)
+
+
+@pytest.mark.skipif(tuple(int(p) for p in sklearn.__version__.split(".")[:2]) < (1, 6),
+                    reason="check_estimator(on_fail=None) needs scikit-learn >= 1.6")
+@pytest.mark.parametrize("est", [SVMDClassifier(), SVMDClassifier(loss="logistic"), SVMDClassifier(nu=0.1),
+                                 SVMDOneClass(), SVMDOneClass(nu=0.2)], ids=repr)
+def test_check_estimator(est):
+    from sklearn.utils.estimator_checks import check_estimator
+
+    results = check_estimator(est, on_fail=None)
+    failed = [(r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"]
+    assert not failed
