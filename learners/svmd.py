@@ -66,6 +66,10 @@ __all__ = ["SVMDClassifier", "SVMDOneClass"]
 
 _INITIAL_CAPACITY = 64
 
+#: Inputs with this many features or more learn in blocks of rows whose kernel rows come from matrix products.
+_BLOCK_MIN_FEATURES = 16
+_BLOCK_ROWS = 256
+
 _FITTED_DOC = """
     eta_ : float
         The current step size.
@@ -160,9 +164,23 @@ class _SVMDBase(OnlineKernelEstimator):
         eta_out = np.empty(n, dtype=np.float64)
         y_arr = np.zeros(n) if y is None else np.ascontiguousarray(y, dtype=np.float64)
         kind, width, degree, coef0, _ = self._kernel_args(params)
-        S.svmd_fit_stream(self._loss_code, X, y_arr, self._delta, self._sv, self._alpha, self._beta, self._ring,
-                          self._kappa, self._state, self._offset, params["params"], kind, width, degree, coef0,
-                          f_out, eta_out)
+        args = (self._sv, self._alpha, self._beta, self._ring, self._kappa, self._state, self._offset,
+                params["params"], kind, width, degree, coef0)
+        if X.shape[1] < _BLOCK_MIN_FEATURES:
+            S.svmd_fit_stream(self._loss_code, X, y_arr, self._delta, *args, f_out, eta_out)
+            return self._after_learn(f_out, eta_out, params)
+        # many features: the kernel rows of a block of rows come from two matrix products (BLAS)
+        for start in range(0, n, _BLOCK_ROWS):
+            block = slice(start, min(n, start + _BLOCK_ROWS))
+            Xb = X[block]
+            dots = Xb @ self._sv.T
+            cross = Xb @ Xb.T
+            sv_sq = np.einsum("ij,ij->i", self._sv, self._sv)
+            S.svmd_fit_block(self._loss_code, Xb, y_arr[block], self._delta, dots, cross, sv_sq, *args,
+                             f_out[block], eta_out[block])
+        return self._after_learn(f_out, eta_out, params)
+
+    def _after_learn(self, f_out, eta_out, params):
         if hasattr(self, "eta_trace_"):
             self.eta_trace_ = np.concatenate([self.eta_trace_, eta_out])
         self._publish_state(params)

@@ -433,79 +433,77 @@ def _prepare(x, sv, alpha, beta, ring, kappa, offset, params, kind, width, degre
 
 
 @njit(cache=True)
-def svmd_novelty_step(x, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree, coef0):
-    """Novelty detection (Table 1, eq. 23-24; nu-trick eq. 53-58). Novelty iff ``f < eps``."""
+def svmd_loss_update(loss, x, y, delta, krow, kxx, f_raw, v_raw, f, sv, alpha, beta, ring, kappa, state, offset,
+                     params):
+    """Table 1's ``xi`` (and ``chi``) for ``loss`` at ``f = f_t(x, .) + b``, then :func:`svmd_update`."""
+    K = alpha.shape[1]
+    xi = np.zeros(K)
+    chi = np.zeros(K)
+    violated = False
+    if loss == NOVELTY:
+        violated = novelty_xi(f, state[EPS], xi)
+    elif loss == BINARY_HINGE:
+        violated = binary_hinge_xi(f, y, state[EPS], xi)
+    elif loss == MULTICLASS_HINGE:
+        violated = multiclass_hinge_xi(f, int(y), state[EPS], xi)
+    elif loss == GRAPH:
+        violated = graph_xi(f, int(y), delta, xi)
+    elif loss == BINARY_LOGISTIC:
+        binary_logistic_xi(f, y, v_raw, xi, chi)
+    else:
+        multiclass_logistic_xi(f, int(y), v_raw, xi, chi)
+    svmd_update(x, krow, kxx, f_raw, v_raw, xi, chi, violated, sv, alpha, beta, ring, kappa, state, offset, params)
+
+
+@njit(cache=True)
+def _step(loss, x, y, delta, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree, coef0):
     krow, f_raw, v_raw, f, kxx = _prepare(x, sv, alpha, beta, ring, kappa, offset, params, kind, width, degree,
                                           coef0)
-    xi = np.zeros(1)
-    chi = np.zeros(1)
-    violated = novelty_xi(f, state[EPS], xi)
-    svmd_update(x, krow, kxx, f_raw, v_raw, xi, chi, violated, sv, alpha, beta, ring, kappa, state, offset, params)
+    svmd_loss_update(loss, x, y, delta, krow, kxx, f_raw, v_raw, f, sv, alpha, beta, ring, kappa, state, offset,
+                     params)
     return f
+
+
+@njit(cache=True)
+def svmd_novelty_step(x, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree, coef0):
+    """Novelty detection (Table 1, eq. 23-24; nu-trick eq. 53-58). Novelty iff ``f < eps``."""
+    return _step(NOVELTY, x, 0.0, kappa, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree,
+                 coef0)
 
 
 @njit(cache=True)
 def svmd_binary_step(x, y, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree, coef0):
     """Binary soft margin (eq. 14-15), ``y`` in {-1, +1}; margin ``eps`` (1, or learnt by the nu-trick)."""
-    krow, f_raw, v_raw, f, kxx = _prepare(x, sv, alpha, beta, ring, kappa, offset, params, kind, width, degree,
-                                          coef0)
-    xi = np.zeros(1)
-    chi = np.zeros(1)
-    violated = binary_hinge_xi(f, y, state[EPS], xi)
-    svmd_update(x, krow, kxx, f_raw, v_raw, xi, chi, violated, sv, alpha, beta, ring, kappa, state, offset, params)
-    return f
+    return _step(BINARY_HINGE, x, y, kappa, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree,
+                 coef0)
 
 
 @njit(cache=True)
 def svmd_multiclass_step(x, y, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree, coef0):
     """Multiclass soft margin (eq. 16-17), ``y`` the class index; margin ``eps``."""
-    krow, f_raw, v_raw, f, kxx = _prepare(x, sv, alpha, beta, ring, kappa, offset, params, kind, width, degree,
-                                          coef0)
-    K = alpha.shape[1]
-    xi = np.zeros(K)
-    chi = np.zeros(K)
-    violated = multiclass_hinge_xi(f, y, state[EPS], xi)
-    svmd_update(x, krow, kxx, f_raw, v_raw, xi, chi, violated, sv, alpha, beta, ring, kappa, state, offset, params)
-    return f
+    return _step(MULTICLASS_HINGE, x, y, kappa, sv, alpha, beta, ring, kappa, state, offset, params, kind, width,
+                 degree, coef0)
 
 
 @njit(cache=True)
 def svmd_graph_step(x, y, delta, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree, coef0):
     """Graph-structured label domains (eq. 25-26) with the label distance ``delta`` ``(K, K)``."""
-    krow, f_raw, v_raw, f, kxx = _prepare(x, sv, alpha, beta, ring, kappa, offset, params, kind, width, degree,
-                                          coef0)
-    K = alpha.shape[1]
-    xi = np.zeros(K)
-    chi = np.zeros(K)
-    violated = graph_xi(f, y, delta, xi)
-    svmd_update(x, krow, kxx, f_raw, v_raw, xi, chi, violated, sv, alpha, beta, ring, kappa, state, offset, params)
-    return f
+    return _step(GRAPH, x, y, delta, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree, coef0)
 
 
 @njit(cache=True)
 def svmd_logistic_step(x, y, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree, coef0):
     """Binary logistic regression (eq. 18-19, 36, 43), ``y`` in {-1, +1}."""
-    krow, f_raw, v_raw, f, kxx = _prepare(x, sv, alpha, beta, ring, kappa, offset, params, kind, width, degree,
-                                          coef0)
-    xi = np.zeros(1)
-    chi = np.zeros(1)
-    binary_logistic_xi(f, y, v_raw, xi, chi)
-    svmd_update(x, krow, kxx, f_raw, v_raw, xi, chi, False, sv, alpha, beta, ring, kappa, state, offset, params)
-    return f
+    return _step(BINARY_LOGISTIC, x, y, kappa, sv, alpha, beta, ring, kappa, state, offset, params, kind, width,
+                 degree, coef0)
 
 
 @njit(cache=True)
 def svmd_multiclass_logistic_step(x, y, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree,
                                   coef0):
     """Multiclass logistic regression (eq. 20-22, 37-38, 44), ``y`` the class index."""
-    krow, f_raw, v_raw, f, kxx = _prepare(x, sv, alpha, beta, ring, kappa, offset, params, kind, width, degree,
-                                          coef0)
-    K = alpha.shape[1]
-    xi = np.zeros(K)
-    chi = np.zeros(K)
-    multiclass_logistic_xi(f, y, v_raw, xi, chi)
-    svmd_update(x, krow, kxx, f_raw, v_raw, xi, chi, False, sv, alpha, beta, ring, kappa, state, offset, params)
-    return f
+    return _step(MULTICLASS_LOGISTIC, x, y, kappa, sv, alpha, beta, ring, kappa, state, offset, params, kind, width,
+                 degree, coef0)
 
 
 @njit(cache=True)
@@ -518,24 +516,8 @@ def svmd_fit_stream(loss, X, y, delta, sv, alpha, beta, ring, kappa, state, offs
     (offset included), ``eta_out[i]`` the step size after the step.
     """
     for i in range(X.shape[0]):
-        x = X[i]
-        if loss == NOVELTY:
-            f = svmd_novelty_step(x, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree, coef0)
-        elif loss == BINARY_HINGE:
-            f = svmd_binary_step(x, y[i], sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree,
-                                 coef0)
-        elif loss == MULTICLASS_HINGE:
-            f = svmd_multiclass_step(x, int(y[i]), sv, alpha, beta, ring, kappa, state, offset, params, kind, width,
-                                     degree, coef0)
-        elif loss == GRAPH:
-            f = svmd_graph_step(x, int(y[i]), delta, sv, alpha, beta, ring, kappa, state, offset, params, kind,
-                                width, degree, coef0)
-        elif loss == BINARY_LOGISTIC:
-            f = svmd_logistic_step(x, y[i], sv, alpha, beta, ring, kappa, state, offset, params, kind, width,
-                                   degree, coef0)
-        else:
-            f = svmd_multiclass_logistic_step(x, int(y[i]), sv, alpha, beta, ring, kappa, state, offset, params,
-                                              kind, width, degree, coef0)
+        f = _step(loss, X[i], y[i], delta, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree,
+                  coef0)
         for z in range(f.shape[0]):
             f_out[i, z] = f[z]
         eta_out[i] = state[ETA]
@@ -551,3 +533,63 @@ def svmd_decision(X, sv, alpha, ring, kappa, kind, width, degree, coef0, out):
         expansion_values(krow, alpha, ring[1], kappa, f)
         for z in range(f.shape[0]):
             out[i, z] = f[z]
+
+
+@njit(cache=True)
+def _kernel_from_dot(kind, dot, sq_a, sq_b, width, degree, coef0):
+    if kind == POLYNOMIAL:
+        return (dot + coef0) ** degree
+    if kind == LINEAR:
+        return dot
+    d2 = sq_a - 2.0 * dot + sq_b
+    if d2 < 0.0:
+        d2 = 0.0
+    if kind == GAUSSIAN:
+        return math.exp(-d2 / (width * width))
+    return math.exp(-math.sqrt(d2) / width)
+
+
+@njit(cache=True)
+def svmd_fit_block(loss, X, y, delta, dots, cross, sv_sq, sv, alpha, beta, ring, kappa, state, offset, params, kind,
+                   width, degree, coef0, f_out, eta_out):
+    """:func:`svmd_fit_stream` over a block of rows with the inner products precomputed by BLAS.
+
+    ``dots[i, j] = <X[i], sv[j]>`` for the buffer as it stood before the block,
+    ``cross = X @ X.T``, ``sv_sq[j] = ||sv[j]||^2``. A slot overwritten by row ``r``
+    of the block reads ``cross[i, r]`` afterwards, so every kernel row equals the one
+    :func:`kernel_row` would compute (the same update, a matrix product instead of
+    one matrix-vector product per row). ``sv_sq`` is updated in place.
+    """
+    B = alpha.shape[0]
+    K = alpha.shape[1]
+    source = np.full(B, -1, dtype=np.int64)  # -1: the buffer's own point; r >= 0: row r of this block
+    krow = np.empty(B)
+    f_raw = np.empty(K)
+    v_raw = np.empty(K)
+    for i in range(X.shape[0]):
+        x = X[i]
+        count = ring[1]
+        for j in range(count):
+            r = source[j]
+            if r < 0:
+                krow[j] = _kernel_from_dot(kind, dots[i, j], sv_sq[j], cross[i, i], width, degree, coef0)
+            else:
+                krow[j] = _kernel_from_dot(kind, cross[i, r], cross[r, r], cross[i, i], width, degree, coef0)
+        expansion_values(krow, alpha, count, kappa, f_raw)
+        expansion_values(krow, beta, count, kappa, v_raw)
+        f = f_raw.copy()
+        if params[P_USE_OFFSET] != 0.0:
+            for z in range(K):
+                f[z] += offset[0, z]
+        kxx = _kernel_from_dot(kind, cross[i, i], cross[i, i], cross[i, i], width, degree, coef0)
+        start_before = ring[0]
+        count_before = ring[1]
+        svmd_loss_update(loss, x, y[i], delta, krow, kxx, f_raw, v_raw, f, sv, alpha, beta, ring, kappa, state,
+                         offset, params)
+        if ring[1] != count_before or ring[0] != start_before:
+            slot = count_before if ring[1] != count_before else start_before
+            source[slot] = i
+            sv_sq[slot] = cross[i, i]
+        for z in range(K):
+            f_out[i, z] = f[z]
+        eta_out[i] = state[ETA]

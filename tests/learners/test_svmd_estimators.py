@@ -129,3 +129,25 @@ def test_check_estimator(est):
     results = check_estimator(est, on_fail=None)
     failed = [(r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"]
     assert not failed
+
+
+@pytest.mark.parametrize("kernel,loss", [("polynomial", "hinge"), ("gaussian", "logistic")])
+def test_blocked_learning_on_many_features_equals_the_row_by_row_stream(kernel, loss):
+    from learners import svmd_steps as S
+    from learners.kernels import KERNELS
+
+    rng = np.random.default_rng(4)
+    X = rng.uniform(size=(600, 20)) / 4.0
+    y = (X[:, 0] + X[:, 1] > X[:, 2] + 0.25).astype(int) + (X[:, 3] > 0.125)
+    est = SVMDClassifier(kernel=kernel, loss=loss, degree=3, width=1.0, budget=64, store_eta_trace=True).fit(X, y)
+    K = 3
+    sv, alpha, beta = np.zeros((64, 20)), np.zeros((64, K)), np.zeros((64, K))
+    ring, state, offset = np.zeros(2, dtype=np.int64), S.new_state(1.0), S.new_offset(K, 1.0)
+    params = S.make_params(0.01, 0.1, 0.95, use_offset=True)
+    eta_out = np.empty(600)
+    code = S.MULTICLASS_HINGE if loss == "hinge" else S.MULTICLASS_LOGISTIC
+    S.svmd_fit_stream(code, X, y.astype(float), np.zeros((K, K)), sv, alpha, beta, ring, np.eye(K), state, offset,
+                      params, KERNELS[kernel], 1.0, 3.0, 1.0, np.empty((600, K)), eta_out)
+    assert ring[1] == 64 and est.n_support_ == 64
+    assert np.allclose(est.eta_trace_, eta_out, rtol=1e-9)
+    assert np.allclose(est.dual_coef_, alpha[(ring[0] + np.arange(64)) % 64], rtol=1e-7, atol=1e-10)
