@@ -162,12 +162,13 @@ class _SVMDBase(OnlineKernelEstimator):
         n = X.shape[0]
         f_out = np.empty((n, self._n_outputs()), dtype=np.float64)
         eta_out = np.empty(n, dtype=np.float64)
+        self._margin_out = margin_out = np.empty(n, dtype=np.float64)
         y_arr = np.zeros(n) if y is None else np.ascontiguousarray(y, dtype=np.float64)
         kind, width, degree, coef0, _ = self._kernel_args(params)
         args = (self._sv, self._alpha, self._beta, self._ring, self._kappa, self._state, self._offset,
                 params["params"], kind, width, degree, coef0)
         if X.shape[1] < _BLOCK_MIN_FEATURES:
-            S.svmd_fit_stream(self._loss_code, X, y_arr, self._delta, *args, f_out, eta_out)
+            S.svmd_fit_stream(self._loss_code, X, y_arr, self._delta, *args, f_out, eta_out, margin_out)
             return self._after_learn(f_out, eta_out, params)
         # many features: the kernel rows of a block of rows come from two matrix products (BLAS)
         for start in range(0, n, _BLOCK_ROWS):
@@ -177,7 +178,7 @@ class _SVMDBase(OnlineKernelEstimator):
             cross = Xb @ Xb.T
             sv_sq = np.einsum("ij,ij->i", self._sv, self._sv)
             S.svmd_fit_block(self._loss_code, Xb, y_arr[block], self._delta, dots, cross, sv_sq, *args,
-                             f_out[block], eta_out[block])
+                             f_out[block], eta_out[block], margin_out[block])
         return self._after_learn(f_out, eta_out, params)
 
     def _after_learn(self, f_out, eta_out, params):
@@ -460,3 +461,23 @@ class SVMDOneClass(OneClassMixin, OutlierMixin, _SVMDBase):
 
     def _raw_decision(self, X):
         return self._raw_values(X)[:, 0]
+
+    def learn_stream(self, X):
+        """``partial_fit`` that also returns ``decision_function`` on each row *before* learning from it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        margin : ndarray of shape (n_samples,)
+            ``f_t(x_t) + b_t - margin_t``: negative for the rows flagged as novelties online.
+        """
+        params = self._check_params()
+        first = not hasattr(self, "_state")
+        X, _ = self._validate_X(X, None, reset=first)
+        if first:
+            self._allocate(X.shape[1], params)
+        f = self._learn(X, None, params)[:, 0]
+        return f - self._margin_out

@@ -508,14 +508,16 @@ def svmd_multiclass_logistic_step(x, y, sv, alpha, beta, ring, kappa, state, off
 
 @njit(cache=True)
 def svmd_fit_stream(loss, X, y, delta, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree,
-                    coef0, f_out, eta_out):
+                    coef0, f_out, eta_out, margin_out):
     """Run the ``loss`` step over the rows of ``X`` in order.
 
     ``y`` holds +-1 (binary losses), class indices (multiclass, graph) or anything
     (novelty). ``f_out[i]`` is the prediction on row ``i`` before learning from it
-    (offset included), ``eta_out[i]`` the step size after the step.
+    (offset included), ``eta_out[i]`` the step size after the step, ``margin_out[i]``
+    the margin the prediction was compared with.
     """
     for i in range(X.shape[0]):
+        margin_out[i] = state[EPS]
         f = _step(loss, X[i], y[i], delta, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree,
                   coef0)
         for z in range(f.shape[0]):
@@ -551,7 +553,7 @@ def _kernel_from_dot(kind, dot, sq_a, sq_b, width, degree, coef0):
 
 @njit(cache=True)
 def svmd_fit_block(loss, X, y, delta, dots, cross, sv_sq, sv, alpha, beta, ring, kappa, state, offset, params, kind,
-                   width, degree, coef0, f_out, eta_out):
+                   width, degree, coef0, f_out, eta_out, margin_out):
     """:func:`svmd_fit_stream` over a block of rows with the inner products precomputed by BLAS.
 
     ``dots[i, j] = <X[i], sv[j]>`` for the buffer as it stood before the block,
@@ -582,6 +584,7 @@ def svmd_fit_block(loss, X, y, delta, dots, cross, sv_sq, sv, alpha, beta, ring,
             for z in range(K):
                 f[z] += offset[0, z]
         kxx = _kernel_from_dot(kind, cross[i, i], cross[i, i], cross[i, i], width, degree, coef0)
+        margin_out[i] = state[EPS]
         start_before = ring[0]
         count_before = ring[1]
         svmd_loss_update(loss, x, y[i], delta, krow, kxx, f_raw, v_raw, f, sv, alpha, beta, ring, kappa, state,

@@ -5,6 +5,8 @@
     learners-bench example1 [--seeds 20] [--grid 50,100,...,1500] [--plots DIR] [--json]
     learners-bench example2 [--seeds 20] [--grid 10,...,700] [--epsilons ...] [--plots DIR] [--json]
     learners-bench example3 [--seeds 20] [--plots DIR] [--json]
+    learners-bench svmd-usps-binary | svmd-usps-multiclass | svmd-counting | svmd-novelty | svmd-mnist |
+                   svmd-taxonomy [--json] [--plots DIR]      (the SVMD paper's section 6; learners/bench/svmd.py)
 
 Each prints a table of mean ± standard deviation over the seeds (or, with
 ``--json``, one JSON object mapping each method to its final-point figures; the
@@ -19,7 +21,7 @@ import json
 import math
 import sys
 
-from learners.bench import example1, example2, example3
+from learners.bench import example1, example2, example3, svmd
 from learners.bench.common import resolve_methods, stderr_log
 from learners.bench.report import plots_dir
 
@@ -40,6 +42,7 @@ def build_parser():
     for name, (module, help_text) in EXAMPLES.items():
         p = sub.add_parser(name, help=help_text, description=module.__doc__.strip().splitlines()[0])
         module.add_arguments(p)
+    svmd.add_subcommands(sub)
     return parser
 
 
@@ -55,6 +58,8 @@ def main(argv=None) -> int:
     """Run one example; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command in svmd.COMMANDS:
+        return svmd.main(args, stderr_log)
     module = EXAMPLES[args.command][0]
     prog = f"learners-bench {args.command}"
     try:

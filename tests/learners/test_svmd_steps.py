@@ -68,7 +68,7 @@ def _run_both(loss, use_offset, nu, decay=0.9, kernel="gaussian", budget=None):
     for t in range(N_STEPS):
         f_ref, _ = ref.step(X[t], y[t] if loss not in ("multiclass", "graph", "multiclass_logistic") else int(y[t]))
         S.svmd_fit_stream(code, X[t:t + 1], y[t:t + 1], delta, sv, alpha, beta, ring, kappa, state, offset, params,
-                          KERNELS[kernel], 1.5, 2.0, 1.0, f_out, eta_out)
+                          KERNELS[kernel], 1.5, 2.0, 1.0, f_out, eta_out, np.empty(len(eta_out)))
         rows.append((np.array(f_ref), f_out[0].copy(), ref.eta, state[S.ETA], ref.f_dot_v(), state[S.PI],
                      ref.f_norm2(), state[S.FNORM2], ref.eps, state[S.EPS], np.array(ref.b), offset[0].copy()))
     return rows, ring
@@ -113,7 +113,7 @@ def test_step_size_never_falls_below_half_of_the_previous(loss):
     params = S.make_params(0.01, 5.0, 0.99, nu=0.1 if loss in NU_LOSSES else 0.0, use_offset=True)
     S.svmd_fit_stream(code, X, y, delta, np.zeros((B, 3)), np.zeros((B, K)), np.zeros((B, K)),
                       np.zeros(2, dtype=np.int64), kappa, state, S.new_offset(K, 1.0), params, KERNELS["gaussian"],
-                      1.0, 2.0, 1.0, f_out, eta_out)
+                      1.0, 2.0, 1.0, f_out, eta_out, np.empty(len(eta_out)))
     prev = np.concatenate([[1.0], eta_out[:-1]])
     assert np.all(eta_out >= 0.5 * prev - 1e-15)
     assert np.any(eta_out < 0.999 * prev) or np.any(eta_out > 1.001 * prev)
@@ -131,7 +131,7 @@ def test_buffer_keeps_the_last_nonzero_terms_in_order():
     params = S.make_params(0.01, 0.0, 0.5)
     S.svmd_fit_stream(S.BINARY_HINGE, X, y, np.zeros((1, 1)), sv, alpha, beta, ring, np.eye(1), state,
                       S.new_offset(K, 0.1), params, KERNELS["gaussian"], 1.0, 2.0, 1.0, np.empty((n, 1)),
-                      np.empty(n))
+                      np.empty(n), np.empty(n))
     assert ring[1] == B
     order = (ring[0] + np.arange(B)) % B
     assert np.allclose(sv[order, 0], X[-B:, 0])  # the last B rows, oldest first
@@ -149,7 +149,7 @@ def test_rows_without_a_margin_error_add_no_term():
     f_out = np.empty((6, 1))
     S.svmd_fit_stream(S.BINARY_HINGE, X, y, np.zeros((1, 1)), np.zeros((B, 2)), np.zeros((B, K)), np.zeros((B, K)),
                       ring, np.eye(1), state, S.new_offset(K, 1.0), params, KERNELS["gaussian"], 1.0, 2.0, 1.0,
-                      f_out, np.empty(6))
+                      f_out, np.empty(6), np.empty(6))
     assert ring[1] == 1
     assert f_out[0, 0] == 0.0 and np.allclose(f_out[1:, 0], 5.0)
 
@@ -162,6 +162,6 @@ def test_decay_schedule_is_the_online_svm_control():
     eta_out = np.empty(n)
     S.svmd_fit_stream(S.BINARY_HINGE, X, y, np.zeros((1, 1)), np.zeros((n, 3)), np.zeros((n, K)), np.zeros((n, K)),
                       np.zeros(2, dtype=np.int64), np.eye(1), state, S.new_offset(K, 0.5), params,
-                      KERNELS["gaussian"], 1.0, 2.0, 1.0, np.empty((n, 1)), eta_out)
+                      KERNELS["gaussian"], 1.0, 2.0, 1.0, np.empty((n, 1)), eta_out, np.empty(n))
     t = np.arange(1, n + 1)
     assert np.allclose(eta_out, 0.5 * 10.0 / (10.0 + t))
