@@ -44,7 +44,8 @@ This module imports only numpy, numba and the kernels module.
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from learners.kernels import GAUSSIAN, LAPLACIAN, LINEAR, POLYNOMIAL, self_kernel
 
@@ -129,6 +130,19 @@ def decay_step_size(eta0, tau, t):
 # --------------------------------------------------------------------------
 
 
+def _float64(a):
+    """``a`` itself when it holds float64, else a float64 copy (jitted through the overload below)."""
+    return a if a.dtype == np.float64 else a.astype(np.float64)
+
+
+@overload(_float64)
+def _float64_overload(a):
+    if isinstance(a, types.Array) and a.dtype == types.float64:
+        return lambda a: a
+    return lambda a: a.astype(np.float64)
+
+
+
 @njit(cache=True)
 def kernel_row(x, sv, count, kind, width, degree, coef0, out):
     """``out[j] = k(sv[j], x)`` for the live slots ``j < count`` (BLAS for many features)."""
@@ -136,7 +150,7 @@ def kernel_row(x, sv, count, kind, width, degree, coef0, out):
     if count == 0:
         return
     if d >= _BLAS_MIN_FEATURES:
-        dots = np.dot(sv[:count], x)
+        dots = np.dot(_float64(sv[:count]), _float64(x))
         if kind == POLYNOMIAL:
             for j in range(count):
                 out[j] = (dots[j] + coef0) ** degree
@@ -145,7 +159,8 @@ def kernel_row(x, sv, count, kind, width, degree, coef0, out):
             for j in range(count):
                 out[j] = dots[j]
             return
-        xx = np.dot(x, x)
+        xf = _float64(x)
+        xx = np.dot(xf, xf)
         for j in range(count):
             s = 0.0
             for c in range(d):
@@ -162,7 +177,7 @@ def kernel_row(x, sv, count, kind, width, degree, coef0, out):
         if kind == GAUSSIAN or kind == LAPLACIAN:
             d2 = 0.0
             for c in range(d):
-                e = sv[j, c] - x[c]
+                e = np.float64(sv[j, c]) - np.float64(x[c])  # safe for uint8 pixel samples
                 d2 += e * e
             if kind == GAUSSIAN:
                 out[j] = math.exp(-d2 / (width * width))
@@ -171,7 +186,7 @@ def kernel_row(x, sv, count, kind, width, degree, coef0, out):
         else:
             s = 0.0
             for c in range(d):
-                s += sv[j, c] * x[c]
+                s += np.float64(sv[j, c]) * np.float64(x[c])
             out[j] = (s + coef0) ** degree if kind == POLYNOMIAL else s
 
 

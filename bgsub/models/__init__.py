@@ -1,4 +1,4 @@
-"""Per-pixel kernel background subtractors (OLK_N, nu-NORMA); importing registers them."""
+"""Per-pixel kernel background subtractors (OLK_N, nu-NORMA, SVMD); importing registers them."""
 
 import os
 
@@ -12,5 +12,6 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from bgsub.models.norma import NORMASubtractor, createNORMA  # noqa: F401,E402
 from bgsub.models.olkn import OLKNSubtractor, createOLKN  # noqa: F401,E402
+from bgsub.models.svmd import SVMDSubtractor, createSVMD  # noqa: F401,E402
 
-__all__ = ["OLKNSubtractor", "createOLKN", "NORMASubtractor", "createNORMA"]
+__all__ = ["OLKNSubtractor", "createOLKN", "NORMASubtractor", "createNORMA", "SVMDSubtractor", "createSVMD"]

@@ -192,7 +192,8 @@ def mnist(args, log):
         wrong = (pred != y).astype(np.float64)
         curve = np.cumsum(wrong) / np.arange(1, len(y) + 1)
         out[f"buffer_{B}"] = {"average_error": float(curve[-1]), "last_4500_error": float(wrong[-tail:].mean()),
-                              "seconds": t.seconds, "curve": curve, "eta": clf.eta_trace_.copy()}
+                              "final_eta": float(clf.eta_), "seconds": t.seconds, "curve": curve,
+                              "eta": clf.eta_trace_.copy()}
         log(f"buffer {B}: average error {curve[-1]:.4f}, last {tail} {wrong[-tail:].mean():.4f} "
             f"({t.seconds:.1f} s)")
     return out, dict(kernel="polynomial", degree=9, coef0=1.0, eta0=0.01, mu=0.01, decay=1.0, lam=c, n=len(y),
