@@ -34,9 +34,9 @@ SVMD_PARAMS = (
               live=False),
     ParamSpec("lam", float, 0.01, "regulariser c: old coefficients shrink by 1 - eta*c per step", "", 0.0, 10.0,
               live=False),
-    ParamSpec("nu", float, 0.1, "target fraction of margin errors (the margin eps is learnt)", "", 1e-4, 0.99,
+    ParamSpec("nu", float, 0.01, "target fraction of margin errors (the margin eps is learnt)", "", 1e-4, 0.99,
               live=False),
-) + with_defaults(COMMON_PARAMS, update_prob=1.0, fg_update_prob=0.05)
+) + with_defaults(COMMON_PARAMS, update_prob=1.0, fg_update_prob=0.05, update_mask="post")
 
 
 class SVMDSubtractor(PixelKernelSubtractor):
