@@ -277,7 +277,17 @@ def _plot(command, result, folder):
     path = Path(folder) / f"{command}.png"
     fig.savefig(path)
     plt.close(fig)
+    _shrink_png(path)
     return path
+
+
+def _shrink_png(path):
+    """Re-save as a 64-colour palette PNG (about a third of the size; the figures are committed)."""
+    from PIL import Image
+
+    with Image.open(path) as im:
+        small = im.convert("RGB").quantize(colors=64)
+    small.save(path, optimize=True)
 
 
 def main(args, log) -> int:
