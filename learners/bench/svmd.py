@@ -8,6 +8,7 @@
     learners-bench svmd-novelty          ...                                  # Fig. 7 left
     learners-bench svmd-mnist            [--buffers 256,1024,4096] ...        # Fig. 7 right
     learners-bench svmd-taxonomy         ...                                  # section 6.4, on digits
+    learners-bench svmd-... --set lam=0.1   # override a parameter of every method of the run
 
 Every run is one single pass, in a fixed order, over the data of
 ``$OLK_DATA_DIR/learn`` (``usps.h5``, ``mnist.npz``); the figure is the *average
@@ -98,10 +99,27 @@ def load_mnist():
     return X / np.where(norms > 0, norms, 1.0), y
 
 
+#: ``--set PARAM=VALUE`` overrides, applied to every method of a run.
+_OVERRIDES = {}
+
+
+def _parse_overrides(items):
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set expects PARAM=VALUE, got {item!r}")
+        try:
+            out[key.strip()] = float(value) if value.strip().lower() != "none" else None
+        except ValueError as exc:
+            raise ValueError(f"--set {key}: expected a number or None, got {value!r}") from exc
+    return out
+
+
 def _classifier(**kw):
     from learners.svmd import SVMDClassifier
 
-    return SVMDClassifier(fit_intercept=False, store_eta_trace=True, **kw)
+    return SVMDClassifier(**dict(dict(fit_intercept=False, store_eta_trace=True, **kw), **_OVERRIDES))
 
 
 def _trio(common, decay, tau):
@@ -166,7 +184,7 @@ def novelty(args, log):
                "NORMA": dict(common, decay=1.0, tau=100.0)}
     out = {}
     for name, kw in configs.items():
-        occ = SVMDOneClass(**kw)
+        occ = SVMDOneClass(**dict(kw, **_OVERRIDES))
         with Timer() as t:
             f = occ.learn_stream(X)
         novel = (f < 0).astype(np.float64)
@@ -235,6 +253,8 @@ def add_subcommands(sub):
         p.add_argument("--json", action="store_true", help="print one JSON object of the final figures")
         p.add_argument("--plots", metavar="DIR", help="write a PNG figure into DIR")
         p.add_argument("--limit", type=int, default=0, help="use only the first N rows (a quick check)")
+        p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PARAM=VALUE",
+                       help="override an estimator parameter of every method, e.g. --set lam=0.1 (repeatable)")
         if name == "svmd-mnist":
             p.add_argument("--buffers", type=str, default="256,1024,4096", help="buffer sizes (default %(default)s)")
 
@@ -306,14 +326,17 @@ def main(args, log) -> int:
             print(f"{prog}: error: --buffers must list sizes >= 1, got {args.buffers}", file=sys.stderr)
             return 2
     try:
+        _OVERRIDES.clear()
+        _OVERRIDES.update(_parse_overrides(args.overrides))
         folder = plots_dir(args.plots) if args.plots else None
         result, settings = COMMANDS[args.command][0](args, log)
+        settings.update(_OVERRIDES)
     except DataMissing as exc:
         log(f"{prog}: skipped: {exc}")
         if args.json:
             print(json.dumps({"skipped": str(exc)}))
         return 0
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     text = _report(args.command, result, settings)

@@ -65,3 +65,10 @@ def test_bad_options_exit_2(capsys):
     assert main(["svmd-mnist", "--buffers", "0"]) == 2
     assert main(["svmd-counting", "--limit", "-1"]) == 2
     assert "--limit must be >= 0" in capsys.readouterr().err
+
+
+@needs_usps
+def test_set_overrides_every_method(capsys):
+    res = _json(capsys, ["svmd-usps-multiclass", "--limit", "60", "--set", "mu=0"])
+    assert res["SVMD"]["final_eta"] == pytest.approx(0.1)  # mu = 0: eta stays eta0
+    assert main(["svmd-usps-binary", "--set", "lam"]) == 2
