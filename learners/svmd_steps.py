@@ -191,10 +191,20 @@ def kernel_row(x, sv, count, kind, width, degree, coef0, out):
 
 
 @njit(cache=True)
-def expansion_values(krow, coef, count, kappa, out):
-    """``out = kappa @ (coef[:count].T @ krow[:count])``: the expansion at ``x`` for every label."""
+def expansion_values(krow, coef, count, kappa, out, raw):
+    """``out = kappa @ (coef[:count].T @ krow[:count])``: the expansion at ``x`` for every label.
+
+    ``raw`` is a ``(K,)`` workspace (no allocation per call: the frame loops call this per pixel).
+    """
     K = coef.shape[1]
-    raw = np.zeros(K)
+    if K == 1:
+        total = 0.0
+        for j in range(count):
+            total += coef[j, 0] * krow[j]
+        out[0] = kappa[0, 0] * total
+        return
+    for y in range(K):
+        raw[y] = 0.0
     for j in range(count):
         kj = krow[j]
         if kj != 0.0:
@@ -324,8 +334,8 @@ def _push_slot(ring, B):
 
 @njit(cache=True)
 def svmd_update(x, krow, kxx, f_raw, v_raw, xi, chi, violated, sv, alpha, beta, ring, kappa, state, offset,
-                params):
-    """Steps (b)iii-(e) of Algorithm 2 given ``xi`` (and ``chi``) at ``x``.
+                params, work):
+    """Steps (b)iii-(e) of Algorithm 2 given ``xi`` (and ``chi``) at ``x``; ``work`` is a ``(4, K)`` workspace.
 
     ``krow[j] = k(sv[j], x)`` for the live slots, ``f_raw = f_t(x, .)`` without the
     offset, ``v_raw = v_t(x, .)``. ``violated`` is the margin violation for the
@@ -403,8 +413,8 @@ def svmd_update(x, krow, kxx, f_raw, v_raw, xi, chi, violated, sv, alpha, beta, 
         krow[slot] = kxx
 
     # (d)iii v_{t+1}(x_t, .) on the updated expansion, (d)iv pi (46), (d)v ||f||^2 (49)
-    v_next = np.empty(K)
-    expansion_values(krow, beta, ring[1], kappa, v_next)
+    v_next = work[2]
+    expansion_values(krow, beta, ring[1], kappa, v_next, work[3])
     xi_vnext = 0.0
     xkx = 0.0
     for y in range(K):
@@ -418,12 +428,12 @@ def svmd_update(x, krow, kxx, f_raw, v_raw, xi, chi, violated, sv, alpha, beta, 
 
 
 @njit(cache=True)
-def svmd_predict(x, sv, alpha, beta, ring, kappa, kind, width, degree, coef0, krow, f_raw, v_raw):
+def svmd_predict(x, sv, alpha, beta, ring, kappa, kind, width, degree, coef0, krow, f_raw, v_raw, raw):
     """Steps (a)ii and (b)ii: fill ``krow``, ``f_raw = f_t(x, .)`` (no offset), ``v_raw = v_t(x, .)``."""
     count = ring[1]
     kernel_row(x, sv, count, kind, width, degree, coef0, krow)
-    expansion_values(krow, alpha, count, kappa, f_raw)
-    expansion_values(krow, beta, count, kappa, v_raw)
+    expansion_values(krow, alpha, count, kappa, f_raw, raw)
+    expansion_values(krow, beta, count, kappa, v_raw, raw)
 
 
 @njit(cache=True)
@@ -432,7 +442,7 @@ def _prepare(x, sv, alpha, beta, ring, kappa, offset, params, kind, width, degre
     krow = np.empty(alpha.shape[0])
     f_raw = np.empty(K)
     v_raw = np.empty(K)
-    svmd_predict(x, sv, alpha, beta, ring, kappa, kind, width, degree, coef0, krow, f_raw, v_raw)
+    svmd_predict(x, sv, alpha, beta, ring, kappa, kind, width, degree, coef0, krow, f_raw, v_raw, np.empty(K))
     f = f_raw.copy()
     if params[P_USE_OFFSET] != 0.0:
         for y in range(K):
@@ -449,11 +459,17 @@ def _prepare(x, sv, alpha, beta, ring, kappa, offset, params, kind, width, degre
 
 @njit(cache=True)
 def svmd_loss_update(loss, x, y, delta, krow, kxx, f_raw, v_raw, f, sv, alpha, beta, ring, kappa, state, offset,
-                     params):
-    """Table 1's ``xi`` (and ``chi``) for ``loss`` at ``f = f_t(x, .) + b``, then :func:`svmd_update`."""
+                     params, work):
+    """Table 1's ``xi`` (and ``chi``) for ``loss`` at ``f = f_t(x, .) + b``, then :func:`svmd_update`.
+
+    ``work`` is a ``(4, K)`` float64 workspace (rows: xi, chi, and two for :func:`svmd_update`).
+    """
     K = alpha.shape[1]
-    xi = np.zeros(K)
-    chi = np.zeros(K)
+    xi = work[0]
+    chi = work[1]
+    for z in range(K):
+        xi[z] = 0.0
+        chi[z] = 0.0
     violated = False
     if loss == NOVELTY:
         violated = novelty_xi(f, state[EPS], xi)
@@ -467,7 +483,8 @@ def svmd_loss_update(loss, x, y, delta, krow, kxx, f_raw, v_raw, f, sv, alpha, b
         binary_logistic_xi(f, y, v_raw, xi, chi)
     else:
         multiclass_logistic_xi(f, int(y), v_raw, xi, chi)
-    svmd_update(x, krow, kxx, f_raw, v_raw, xi, chi, violated, sv, alpha, beta, ring, kappa, state, offset, params)
+    svmd_update(x, krow, kxx, f_raw, v_raw, xi, chi, violated, sv, alpha, beta, ring, kappa, state, offset, params,
+                work)
 
 
 @njit(cache=True)
@@ -475,7 +492,7 @@ def _step(loss, x, y, delta, sv, alpha, beta, ring, kappa, state, offset, params
     krow, f_raw, v_raw, f, kxx = _prepare(x, sv, alpha, beta, ring, kappa, offset, params, kind, width, degree,
                                           coef0)
     svmd_loss_update(loss, x, y, delta, krow, kxx, f_raw, v_raw, f, sv, alpha, beta, ring, kappa, state, offset,
-                     params)
+                     params, np.empty((4, alpha.shape[1])))
     return f
 
 
@@ -545,9 +562,10 @@ def svmd_decision(X, sv, alpha, ring, kappa, kind, width, degree, coef0, out):
     """``out[i] = f(X[i], .)`` without the offset, ``(n, K)``."""
     krow = np.empty(alpha.shape[0])
     f = np.empty(alpha.shape[1])
+    raw = np.empty(alpha.shape[1])
     for i in range(X.shape[0]):
         kernel_row(X[i], sv, ring[1], kind, width, degree, coef0, krow)
-        expansion_values(krow, alpha, ring[1], kappa, f)
+        expansion_values(krow, alpha, ring[1], kappa, f, raw)
         for z in range(f.shape[0]):
             out[i, z] = f[z]
 
@@ -583,6 +601,7 @@ def svmd_fit_block(loss, X, y, delta, dots, cross, sv_sq, sv, alpha, beta, ring,
     krow = np.empty(B)
     f_raw = np.empty(K)
     v_raw = np.empty(K)
+    work = np.empty((4, K))
     for i in range(X.shape[0]):
         x = X[i]
         count = ring[1]
@@ -592,8 +611,8 @@ def svmd_fit_block(loss, X, y, delta, dots, cross, sv_sq, sv, alpha, beta, ring,
                 krow[j] = _kernel_from_dot(kind, dots[i, j], sv_sq[j], cross[i, i], width, degree, coef0)
             else:
                 krow[j] = _kernel_from_dot(kind, cross[i, r], cross[r, r], cross[i, i], width, degree, coef0)
-        expansion_values(krow, alpha, count, kappa, f_raw)
-        expansion_values(krow, beta, count, kappa, v_raw)
+        expansion_values(krow, alpha, count, kappa, f_raw, work[3])
+        expansion_values(krow, beta, count, kappa, v_raw, work[3])
         f = f_raw.copy()
         if params[P_USE_OFFSET] != 0.0:
             for z in range(K):
@@ -603,7 +622,7 @@ def svmd_fit_block(loss, X, y, delta, dots, cross, sv_sq, sv, alpha, beta, ring,
         start_before = ring[0]
         count_before = ring[1]
         svmd_loss_update(loss, x, y[i], delta, krow, kxx, f_raw, v_raw, f, sv, alpha, beta, ring, kappa, state,
-                         offset, params)
+                         offset, params, work)
         if ring[1] != count_before or ring[0] != start_before:
             slot = count_before if ring[1] != count_before else start_before
             source[slot] = i

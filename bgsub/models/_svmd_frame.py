@@ -53,6 +53,7 @@ def svmd_frame(frame, samples, alpha, beta, ring, state, offset, kappa, params, 
         krow = np.empty(B)
         f_raw = np.empty(1)
         v_raw = np.empty(1)
+        work = np.empty((4, 1))
         n = 0
         for j in range(W):
             p = i * W + j
@@ -63,7 +64,7 @@ def svmd_frame(frame, samples, alpha, beta, ring, state, offset, kappa, params, 
             rg = _vec(ring, rb, p, 2)
             st = _vec(state, tb, p, STATE_SIZE)
             of = _mat(offset, ob, p, 3, 1)
-            svmd_predict(x, sv, al, be, rg, kappa, GAUSSIAN, width, 0.0, 0.0, krow, f_raw, v_raw)
+            svmd_predict(x, sv, al, be, rg, kappa, GAUSSIAN, width, 0.0, 0.0, krow, f_raw, v_raw, work[3])
             sc = st[EPS] - f_raw[0]
             if use_external:
                 fg = external[i, j] != 0
@@ -73,6 +74,6 @@ def svmd_frame(frame, samples, alpha, beta, ring, state, offset, kappa, params, 
                 mask[i, j] = 255 if fg else 0
             if _selected(fg, 1 if rg[1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p):
                 svmd_loss_update(NOVELTY, x, 0.0, kappa, krow, 1.0, f_raw, v_raw, f_raw, sv, al, be, rg, kappa, st,
-                                 of, params)
+                                 of, params, work)
                 n += 1
         stepped[i] = n
