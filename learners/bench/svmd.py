@@ -339,6 +339,9 @@ def main(args, log) -> int:
     except (ValueError, TypeError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
+    except ImportError as exc:
+        print(f"{prog}: error: {exc.name or exc} is needed: pip install -e '.[bench]'", file=sys.stderr)
+        return 2
     text = _report(args.command, result, settings)
     if args.json:
         print(text, file=sys.stderr)
@@ -346,5 +349,10 @@ def main(args, log) -> int:
     else:
         print(text)
     if folder is not None:
-        log(f"wrote {_plot(args.command, result, folder)}")
+        try:
+            log(f"wrote {_plot(args.command, result, folder)}")
+        except ImportError as exc:
+            print(f"{prog}: error: no plots: {exc.name or exc} is needed: pip install -e '.[bench]'",
+                  file=sys.stderr)
+            return 2
     return 0

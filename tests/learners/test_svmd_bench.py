@@ -72,3 +72,20 @@ def test_set_overrides_every_method(capsys):
     res = _json(capsys, ["svmd-usps-multiclass", "--limit", "60", "--set", "mu=0"])
     assert res["SVMD"]["final_eta"] == pytest.approx(0.1)  # mu = 0: eta stays eta0
     assert main(["svmd-usps-binary", "--set", "lam"]) == 2
+
+
+def test_missing_h5py_is_a_one_line_error(capsys, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name == "h5py":
+            raise ImportError("No module named 'h5py'", name="h5py")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    if not (DATA / "usps.h5").is_file():
+        pytest.skip(f"{DATA / 'usps.h5'} not found")
+    assert main(["svmd-usps-binary", "--limit", "10"]) == 2
+    assert "h5py is needed: pip install" in capsys.readouterr().err
