@@ -259,6 +259,12 @@ class _OpenCVSubtractor:
         """The wrapped OpenCV object."""
         return self._impl
 
+    def save(self, path) -> None:
+        """OpenCV keeps this model inside OpenCV: it cannot be saved (raises CheckpointError)."""
+        from learners._persist import CheckpointError
+        raise CheckpointError("OpenCV's knn and mog2 keep their model inside OpenCV and cannot be saved; "
+                              "use olkn or norma to save and resume a model")
+
 
 def createKNN(history: int = 500, dist2Threshold: float = 400.0, detectShadows: bool = True):
     """OpenCV's KNN subtractor (Zivkovic & van der Heijden 2006), OpenCV defaults."""

@@ -22,6 +22,7 @@ except ImportError:  # pragma: no cover - older scikit-learn
         return estimator._validate_data(X, y, reset=reset, force_all_finite=ensure_all_finite, **kwargs)
 
 from learners import _stream
+from learners._persist import PersistMixin
 from learners._validation import check_bool, check_choice, check_int, check_real
 from learners.kernels import EMPTY_LUT, KERNELS
 
@@ -32,7 +33,7 @@ DEFAULT_BUDGET = 512
 _INITIAL_CAPACITY = 64
 
 
-class OnlineKernelEstimator(BaseEstimator):
+class OnlineKernelEstimator(PersistMixin, BaseEstimator):
     """Base class: kernel parameters, the bounded expansion, the stream driver.
 
     Subclasses set ``_task`` and implement ``_check_rule_params`` (validated rule

@@ -119,6 +119,9 @@ class PixelKernelSubtractor:
 
     _SPECS: tuple[ParamSpec, ...] = ()
     _score_offset = 0.0
+    #: State saved by :meth:`save` (see :mod:`bgsub.checkpoint`); subclasses with more state extend these.
+    _STATE_ARRAYS: tuple[str, ...] = ("samples_", "coef_", "ring_", "rho_")
+    _STATE_SCALARS: tuple[str, ...] = ("scale_", "n_frames_", "n_steps_")
 
     def __init__(self, **params: Any) -> None:
         specs = {p.name: p for p in self._SPECS}
@@ -399,6 +402,17 @@ class PixelKernelSubtractor:
 
     def _decay(self) -> float:
         raise NotImplementedError
+
+    def save(self, path):
+        """Write the parameters and model to ``path`` (``.npz``, atomic); see :mod:`bgsub.checkpoint`."""
+        from bgsub import checkpoint
+        return checkpoint.save(self, path)
+
+    @classmethod
+    def load(cls, path) -> "PixelKernelSubtractor":
+        """The subtractor saved in ``path``; refuses a checkpoint of another algorithm."""
+        from bgsub import checkpoint
+        return checkpoint.load(path, algorithm=checkpoint.algorithm_name(cls))
 
     def __repr__(self) -> str:
         changed = {k: v for k, v in self.params.items()
