@@ -30,6 +30,8 @@ import numpy as np
 
 __all__ = [
     "write_bytes_atomic",
+    "temp_path",
+    "json_safe",
     "write_text_atomic",
     "write_json_atomic",
     "write_image_atomic",
@@ -103,15 +105,17 @@ def remove_partials(folder: str | os.PathLike, stem: str | None = None) -> int:
     return removed
 
 
-def _temp_name(path: Path) -> Path:
+def temp_path(path: str | os.PathLike) -> Path:
+    """A temporary name beside ``path`` (``.STEM.partial-PID-RANDOM.SUFFIX``), removed by :func:`remove_partials`."""
     # Keeps the suffix, which OpenCV uses to pick the container.
+    path = Path(path)
     return path.with_name(f".{path.stem}.partial-{os.getpid()}-{os.urandom(3).hex()}{path.suffix}")
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes, *, fsync: bool = False) -> Path:
     """Write ``data`` to ``path`` through a temporary file and a rename."""
     path = Path(path)
-    tmp = _temp_name(path)
+    tmp = temp_path(path)
     try:
         with open(tmp, "wb") as fh:
             fh.write(data)
@@ -147,20 +151,20 @@ def _json_default(obj: Any):
     raise TypeError(f"cannot write {type(obj).__name__} to JSON")
 
 
-def _finite(obj: Any) -> Any:
-    """NaN and infinities become None (JSON has neither)."""
+def json_safe(obj: Any) -> Any:
+    """``obj`` with NaN and infinities (in nested dicts, lists, tuples) turned into None: JSON has neither."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
+        return {k: json_safe(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
+        return [json_safe(v) for v in obj]
     return obj
 
 
 def write_json_atomic(path: str | os.PathLike, obj: Any, *, fsync: bool = True) -> Path:
     """Write ``obj`` as indented JSON to ``path`` atomically (NaN -> null)."""
-    text = json.dumps(_finite(obj), indent=2, default=_json_default, allow_nan=False)
+    text = json.dumps(json_safe(obj), indent=2, default=_json_default, allow_nan=False)
     return write_text_atomic(path, text + "\n", fsync=fsync)
 
 
@@ -211,7 +215,12 @@ class MaskWriter:
 
     def __init__(self, folder: str | os.PathLike, *, atomic: bool = True, compression: int = 1) -> None:
         self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OSError(f"cannot create the mask folder {self.folder}: {exc.strerror or exc}") from None
+        if not os.access(self.folder, os.W_OK):
+            raise OSError(f"cannot write masks into {self.folder}: permission denied")
         self.atomic = atomic
         self._params = [cv2.IMWRITE_PNG_COMPRESSION, int(compression)]
         self.count = 0
@@ -289,7 +298,7 @@ class MaskVideoWriter:
         self.fps = float(fps) if fps and fps > 0 else 25.0
         if not self.path.parent.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._tmp = _temp_name(self.path)
+        self._tmp = temp_path(self.path)
         self._writer: cv2.VideoWriter | None = None
         self._size: tuple[int, int] | None = None
         self._color: bool | None = None

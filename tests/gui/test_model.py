@@ -12,7 +12,7 @@ import pytest
 from bgsub import registry
 from bgsub.metrics import StreamingROC, frame_counts
 from bgsub.sources import Frame, SourceError, open_source
-from gui.model import LatestFrameReader, MaskSaver, Session, default_algorithm
+from gui.model import LatestFrameReader, Session, default_algorithm
 
 
 def run_all(session: Session) -> list:
@@ -185,21 +185,29 @@ def test_video_file_without_ground_truth(tmp_path):
     assert all(r.roc is None and r.metrics is None for r in results)
 
 
-def test_mask_saver_writes_cdnet_names_atomically(tmp_path):
-    saver = MaskSaver(tmp_path / "out" / "masks")
-    mask = np.zeros((6, 8), np.uint8)
-    mask[2:4, 3:5] = 255
-    path = saver.save(12, mask)
-    assert path.name == "bin000012.png" and saver.written == 1
-    assert np.array_equal(cv2.imread(str(path), cv2.IMREAD_GRAYSCALE), mask)
-    assert sorted(p.name for p in path.parent.iterdir()) == ["bin000012.png"]  # no temporary left
+def test_session_saves_masks_through_the_pipelines_writer(tiny_sequence, tmp_path):
+    session = Session(algo="knn")
+    session.open(tiny_sequence)
+    folder = tmp_path / "out" / "masks"
+    session.set_save_folder(folder)
+    results = [session.step() for _ in range(3)]
+    assert session.save_folder == folder and session.masks_saved == 3
+    assert sorted(p.name for p in folder.iterdir()) == ["bin000001.png", "bin000002.png", "bin000003.png"]
+    for r in results:  # exactly the masks the window shows, no temporary left
+        saved = cv2.imread(str(folder / f"bin{r.index:06d}.png"), cv2.IMREAD_GRAYSCALE)
+        assert np.array_equal(saved, r.mask)
+    session.set_save_folder(None)
+    session.step()
+    assert len(list(folder.iterdir())) == 3
+    session.close()
 
 
 def test_mask_folder_that_cannot_be_created(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
+    session = Session(algo="knn")
     with pytest.raises(OSError, match="cannot create the mask folder"):
-        MaskSaver(blocker / "masks")
+        session.set_save_folder(blocker / "masks")
 
 
 def test_latest_frame_reader_drops_frames_instead_of_lagging():
