@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FORMAT_VERSION", "CheckpointError", "write_checkpoint", "read_checkpoint", "PersistMixin"]
+__all__ = ["FORMAT_VERSION", "CheckpointError", "write_checkpoint", "read_checkpoint", "write_durable", "fsync_dir",
+           "PersistMixin"]
 
 FORMAT = "olk-checkpoint"
 #: Version of the file layout; files of another version are refused.
@@ -52,7 +53,8 @@ def _checksum(meta_text: str, arrays: dict[str, np.ndarray]) -> str:
     return h.hexdigest()
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: str | os.PathLike) -> None:
+    """``fsync`` a folder, so that renames and new names in it survive a power cut (where supported)."""
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:  # pragma: no cover - e.g. Windows: directories cannot be opened
@@ -81,7 +83,7 @@ def write_durable(path: str | os.PathLike, data: bytes) -> Path:
         except FileNotFoundError:
             pass
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     return path
 
 
