@@ -284,29 +284,15 @@ def createMOG2(history: int = 500, varThreshold: float = 16.0, detectShadows: bo
     )
 
 
-register(
-    AlgorithmInfo(
-        name="knn",
-        factory=createKNN,
-        doc="OpenCV KNN (peer for comparison)",
-        params=(
-            ParamSpec("history", int, 500, "frames the model remembers", "frames", 1, 100000, live=False),
-            ParamSpec("dist2Threshold", float, 400.0, "squared distance threshold to a sample",
-                      "(pixel value)^2", 0.0, 195075.0, live=False),
-            ParamSpec("detectShadows", bool, True, "label shadows (scored as background)", live=False),
-        ),
-    )
-)
-register(
-    AlgorithmInfo(
-        name="mog2",
-        factory=createMOG2,
-        doc="OpenCV MOG2 (peer for comparison)",
-        params=(
-            ParamSpec("history", int, 500, "frames the model remembers", "frames", 1, 100000, live=False),
-            ParamSpec("varThreshold", float, 16.0, "squared Mahalanobis distance threshold", "", 0.0, 10000.0,
-                      live=False),
-            ParamSpec("detectShadows", bool, True, "label shadows (scored as background)", live=False),
-        ),
-    )
-)
+def _register_opencv(name: str, factory, title: str, threshold: ParamSpec) -> None:
+    history = ParamSpec("history", int, 500, "frames the model remembers", "frames", 1, 100000, live=False)
+    shadows = ParamSpec("detectShadows", bool, True, "label shadows (scored as background)", live=False)
+    register(AlgorithmInfo(name=name, factory=factory, doc=f"OpenCV {title} (peer for comparison)",
+                           params=(history, threshold, shadows)))
+
+
+_register_opencv("knn", createKNN, "KNN", ParamSpec(
+    "dist2Threshold", float, 400.0, "squared distance threshold to a sample", "(pixel value)^2", 0.0, 195075.0,
+    live=False))
+_register_opencv("mog2", createMOG2, "MOG2", ParamSpec(
+    "varThreshold", float, 16.0, "squared Mahalanobis distance threshold", "", 0.0, 10000.0, live=False))

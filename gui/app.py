@@ -22,6 +22,8 @@ import os
 import sys
 from pathlib import Path
 
+from bgsub.commands._common import parse_size
+
 __all__ = ["main", "build_parser"]
 
 SAMPLE = "sample"
@@ -78,16 +80,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _parse_size(text: str) -> tuple[int, int]:
-    try:
-        w, h = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise ValueError(f"--size takes WIDTHxHEIGHT, e.g. 1400x880; got {text!r}") from None
-    if w < 200 or h < 200:
-        raise ValueError(f"--size must be at least 200x200, got {text!r}")
-    return w, h
-
-
 def _display_available() -> bool:
     """False on a Unix without X11 or Wayland (where Qt would abort), unless a platform is forced."""
     if os.environ.get("QT_QPA_PLATFORM") or sys.platform in ("win32", "darwin"):
@@ -106,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        size = _parse_size(args.size)
+        size = parse_size(args.size, "--size", 200, "1400x880")
     except ValueError as exc:
         parser.error(str(exc))
     if args.frames is not None and args.frames < 1:

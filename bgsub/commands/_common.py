@@ -20,6 +20,7 @@ __all__ = [
     "check_positive",
     "error",
     "describe_params",
+    "parse_size",
 ]
 
 #: Where outputs go when no --out is given.
@@ -39,6 +40,17 @@ def check_positive(value, option: str, minimum: int = 1) -> None:
     """``ValueError('--option must be >= minimum, got value')`` unless None or >= minimum."""
     if value is not None and value < minimum:
         raise ValueError(f"{option} must be >= {minimum}, got {value}")
+
+
+def parse_size(text: str, option: str, minimum: int, example: str) -> tuple[int, int]:
+    """``WIDTHxHEIGHT`` as ``(w, h)``; ValueError naming ``option`` when malformed or under ``minimum``."""
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"{option} takes WIDTHxHEIGHT, e.g. {example}; got {text!r}") from None
+    if w < minimum or h < minimum:
+        raise ValueError(f"{option} must be at least {minimum}x{minimum}, got {text!r}")
+    return w, h
 
 
 def describe_params(algo: str, params: dict) -> str:

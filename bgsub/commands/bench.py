@@ -23,7 +23,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from bgsub.commands._common import check_positive, error
+from bgsub.commands._common import check_positive, error, parse_size
 
 __all__ = ["add_arguments", "main", "load_frames", "benchmark"]
 
@@ -43,16 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="shared data folder holding bgs/cdnet2014/highway (default: $OLK_DATA_DIR or "
                              "../shared/data); a synthetic clip is used when absent")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-
-
-def _parse_size(text: str) -> tuple[int, int]:
-    try:
-        w, h = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise ValueError(f"--size takes WIDTHxHEIGHT, e.g. 320x240; got {text!r}") from None
-    if w < 8 or h < 8:
-        raise ValueError(f"--size must be at least 8x8, got {text!r}")
-    return w, h
 
 
 def _synthetic_frames(n: int, w: int = 320, h: int = 240, seed: int = 0) -> list[np.ndarray]:
@@ -153,7 +143,7 @@ def main(args: argparse.Namespace) -> int:
         for a in algos:
             if a not in bgsub.algorithms():
                 raise ValueError(f"unknown algorithm {a!r}; choose from {', '.join(bgsub.algorithms())}")
-        sizes = [_parse_size(s) for s in (args.sizes or DEFAULT_SIZES)]
+        sizes = [parse_size(s, "--size", 8, "320x240") for s in (args.sizes or DEFAULT_SIZES)]
         check_positive(args.rounds, "--rounds")
         check_positive(args.frames, "--frames")
     except ValueError as exc:

@@ -25,14 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bgsub.cdnet import find_sequences, is_cdnet_sequence
-from bgsub.commands._common import (
-    add_algorithm_arguments,
-    add_frame_arguments,
-    build_region,
-    check_positive,
-    describe_params,
-    error,
-)
+from bgsub.commands import _common as common
 from bgsub.metrics import METRIC_NAMES, mean_metrics
 from bgsub.pipeline import Callback, MaskFiles, Pipeline, Scores
 from bgsub.settings import resolve_algorithm
@@ -49,8 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sequences", nargs="+", metavar="SEQ_DIR",
                         help="CDnet-layout sequence folders (input/, groundtruth/, ROI.bmp, temporalROI.txt), "
                              "or folders holding such sequences")
-    add_algorithm_arguments(parser)
-    add_frame_arguments(parser)
+    common.add_algorithm_arguments(parser)
+    common.add_frame_arguments(parser)
     parser.add_argument("--out", type=Path, default=None, metavar="DIR",
                         help="write CDnet submission masks DIR/<sequence>/bin%%06d.png (replacing earlier ones)")
     parser.add_argument("--max-frames", type=int, default=None, metavar="N",
@@ -211,25 +204,25 @@ def main(args: argparse.Namespace) -> int:
     import bgsub
 
     try:
-        check_positive(args.max_frames, "--max-frames")
-        check_positive(args.min_area, "--min-area", 0)
+        common.check_positive(args.max_frames, "--max-frames")
+        common.check_positive(args.min_area, "--min-area", 0)
         algo, params = resolve_algorithm(args.algo, args.assignments, args.config, args.preset)
         paths = resolve_sequences(args.sequences)
-        build_region(args)  # refuse a bad --roi/--scale before any work
+        common.build_region(args)  # refuse a bad --roi/--scale before any work
     except ValueError as exc:
-        return error("eval", str(exc), 2)
+        return common.error("eval", str(exc), 2)
     try:
         rows, mean, failed = evaluate(paths, lambda: bgsub.create(algo, **params), args.out, args.max_frames,
-                                      quiet=args.quiet or args.json, region_factory=lambda: build_region(args),
-                                      min_area=args.min_area)
+                                      quiet=args.quiet or args.json, min_area=args.min_area,
+                                      region_factory=lambda: common.build_region(args))
     except KeyboardInterrupt:
-        return error("eval", "interrupted", 130)
+        return common.error("eval", "interrupted", 130)
     if args.json:
         seqs = [{k: r[k] for k in ("name", "frames", "processed") + RESULT_KEYS} for r in rows]
         print(json.dumps(json_safe({"algo": algo, "params": params, "sequences": seqs, "mean": mean,
                                     "failed": failed}), allow_nan=False))
     else:
-        print(describe_params(algo, params))
+        print(common.describe_params(algo, params))
         if rows:
             print(format_table(rows, mean))
     for f in failed:

@@ -18,27 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from bgsub.commands._common import (
-    DEFAULT_OUTPUT_ROOT,
-    add_algorithm_arguments,
-    add_frame_arguments,
-    build_region,
-    check_positive,
-    describe_params,
-    error,
-)
+from bgsub.commands import _common as common
 from bgsub.metrics import format_metrics
-from bgsub.pipeline import (
-    Callback,
-    Checkpoints,
-    MaskFiles,
-    MaskVideo,
-    ObjectsFile,
-    OverlayVideo,
-    Pipeline,
-    Scores,
-    describe_error,
-)
+from bgsub.pipeline import Callback, Checkpoints, MaskFiles, MaskVideo, ObjectsFile, OverlayVideo, Pipeline, Scores
+from bgsub.pipeline import describe_error
 from bgsub.settings import ConfigError, resolve_algorithm
 from bgsub.sources import SourceError, list_cameras, open_source
 
@@ -50,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "source", nargs="?",
         help="camera index (0), video file, folder of images, or CDnet sequence folder",
     )
-    add_algorithm_arguments(parser)
+    common.add_algorithm_arguments(parser)
     parser.add_argument("--out", type=Path, default=None, metavar="DIR",
                         help="write one mask per frame as DIR/bin%%06d.png (default: bgsub-output/<source "
                              "name> when no other output is asked for)")
@@ -60,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write the input with the mask tinted and the objects boxed, as a video")
     parser.add_argument("--objects", type=Path, default=None, metavar="FILE.jsonl|FILE.csv",
                         help="write every foreground object of every frame: frame, track id, box, area, centroid")
-    add_frame_arguments(parser)
+    common.add_frame_arguments(parser)
     parser.add_argument("--show", action="store_true",
                         help="show frame and mask in a window while running (needs the gui extra)")
     parser.add_argument("--start", type=int, default=1, metavar="N", help="first frame to process (files)")
@@ -128,7 +111,7 @@ def _build_sinks(args, source, subtractor) -> dict:
     """The sinks the options ask for, by name; those that can refuse an option come first."""
     out = args.out
     if out is None and not (args.mask_video or args.overlay or args.objects or args.show or args.checkpoint):
-        out = DEFAULT_OUTPUT_ROOT / source.name
+        out = common.DEFAULT_OUTPUT_ROOT / source.name
     if out is not None and out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file; give a folder for the masks")
     named: dict = {}
@@ -159,30 +142,30 @@ def main(args: argparse.Namespace) -> int:
         print("cameras: " + (", ".join(map(str, found)) if found else "none found (indices 0-7 tried)"))
         return 0
     if args.source is None:
-        return error("run", "give a SOURCE (camera index, video file, image folder or CDnet folder)", 2)
+        return common.error("run", "give a SOURCE (camera index, video file, image folder or CDnet folder)", 2)
     try:
-        check_positive(args.max_frames, "--max-frames")
-        check_positive(args.start, "--start")
-        check_positive(args.checkpoint_every, "--checkpoint-every")
-        check_positive(args.min_area, "--min-area", 0)
-        region = build_region(args)
+        common.check_positive(args.max_frames, "--max-frames")
+        common.check_positive(args.start, "--start")
+        common.check_positive(args.checkpoint_every, "--checkpoint-every")
+        common.check_positive(args.min_area, "--min-area", 0)
+        region = common.build_region(args)
         algo, params, subtractor, seen = _subtractor(args)
     except ValueError as exc:
-        return error("run", str(exc), 2)
+        return common.error("run", str(exc), 2)
     try:
         source = open_source(args.source, start=args.start + seen, max_frames=args.max_frames)
     except SourceError as exc:
-        return error("run", str(exc), 1)
+        return common.error("run", str(exc), 1)
     with source:
         try:
             named = _build_sinks(args, source, subtractor)
         except ValueError as exc:
-            return error("run", str(exc), 2)
+            return common.error("run", str(exc), 2)
         except OSError as exc:
-            return error("run", describe_error(exc), 1)
+            return common.error("run", describe_error(exc), 1)
         sinks = list(named.values())
         resumed = f" (resumed after frame {args.start + seen - 1} from {args.resume})" if args.resume else ""
-        print(f"{source.describe()} -> {describe_params(algo, params)}{resumed}", file=sys.stderr)
+        print(f"{source.describe()} -> {common.describe_params(algo, params)}{resumed}", file=sys.stderr)
         bar = status = None
         if not args.quiet:
             if source.is_live:
@@ -204,7 +187,7 @@ def main(args: argparse.Namespace) -> int:
     masks = named.get("masks")
     if result.error is not None:
         written = f"; {masks.count} masks written to {masks.folder}" if masks is not None else ""
-        return error("run", f"stopped at {result.error}{written}", 1)
+        return common.error("run", f"stopped at {result.error}{written}", 1)
     how = "stopped" if result.interrupted else "done"
     print(f"{how}: {result.frames} frames in {result.seconds:.1f} s ({result.fps:.1f} fps overall, "
           f"{result.subtract_fps:.1f} fps subtraction)", file=sys.stderr)

@@ -38,10 +38,16 @@ __all__ = [
 
 
 class Sink:
-    """Base of the sinks: does nothing."""
+    """Base of the sinks: does nothing. A sink wrapping a file writer keeps it in ``writer``."""
 
     needs_score = False
     needs_objects = False
+    writer = None
+
+    @property
+    def count(self) -> int:
+        """What the writer wrote: masks or video frames."""
+        return self.writer.count if self.writer is not None else 0
 
     def write(self, out) -> bool | None:  # pragma: no cover - interface
         return None
@@ -72,10 +78,6 @@ class MaskFiles(Sink):
     def folder(self) -> Path:
         return self.writer.folder
 
-    @property
-    def count(self) -> int:
-        return self.writer.count
-
     def write(self, out) -> None:
         self.writer.write(out.index, out.mask)
 
@@ -90,12 +92,12 @@ class MaskVideo(Sink):
     def path(self) -> Path:
         return self.writer.path
 
-    @property
-    def count(self) -> int:
-        return self.writer.count
+    def picture(self, out) -> np.ndarray:
+        """The video frame of ``out``."""
+        return out.mask
 
     def write(self, out) -> None:
-        self.writer.write(out.mask)
+        self.writer.write(self.picture(out))
 
     def close(self, ok: bool = True) -> None:
         self.writer.close()
@@ -116,27 +118,13 @@ def draw_overlay(image: np.ndarray, mask: np.ndarray, objects=None) -> np.ndarra
     return out
 
 
-class OverlayVideo(Sink):
+class OverlayVideo(MaskVideo):
     """The input with the mask tinted and the objects' boxes drawn, as a video."""
 
     needs_objects = True
 
-    def __init__(self, path: str | os.PathLike, fps: float | None = 25.0) -> None:
-        self.writer = MaskVideoWriter(path, fps)
-
-    @property
-    def path(self) -> Path:
-        return self.writer.path
-
-    @property
-    def count(self) -> int:
-        return self.writer.count
-
-    def write(self, out) -> None:
-        self.writer.write(draw_overlay(out.image, out.mask, out.objects))
-
-    def close(self, ok: bool = True) -> None:
-        self.writer.close()
+    def picture(self, out) -> np.ndarray:
+        return draw_overlay(out.image, out.mask, out.objects)
 
 
 class ObjectsFile(Sink):
@@ -162,7 +150,12 @@ class ObjectsFile(Sink):
         if self.format == ".csv":
             self._csv = csv.writer(self._fh)
             self._csv.writerow(OBJECT_FIELDS)
-        self.count = 0
+        self.rows = 0
+
+    @property
+    def count(self) -> int:
+        """Objects written."""
+        return self.rows
 
     def write(self, out) -> None:
         for o in out.objects:
@@ -170,7 +163,7 @@ class ObjectsFile(Sink):
                 self._csv.writerow([getattr(o, k) for k in OBJECT_FIELDS])
             else:
                 self._fh.write(json.dumps(o.as_dict()) + "\n")
-            self.count += 1
+            self.rows += 1
 
     def close(self, ok: bool = True) -> None:
         if self._fh is None:

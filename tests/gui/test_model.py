@@ -77,11 +77,17 @@ def test_threshold_makes_the_mask_from_the_score(tiny_sequence):
         session.set_threshold(float("nan"))
 
 
-def test_parameter_needing_reset_rebuilds_and_clears_metrics(tiny_sequence):
-    session = Session(algo="knn")
+def stepped(tiny_sequence, algo: str, frames: int) -> Session:
+    """A session on ``tiny_sequence`` that processed ``frames`` frames."""
+    session = Session(algo=algo)
     session.open(tiny_sequence)
-    for _ in range(6):
+    for _ in range(frames):
         session.step()
+    return session
+
+
+def test_parameter_needing_reset_rebuilds_and_clears_metrics(tiny_sequence):
+    session = stepped(tiny_sequence, "knn", 6)
     old = session.subtractor
     change = session.set_param("history", 30)
     assert not change.live and "reset" in change.message
@@ -133,10 +139,7 @@ def test_value_refused_by_the_subtractor_keeps_the_old_one():
 
 
 def test_restart_goes_back_to_the_first_frame(tiny_sequence):
-    session = Session(algo="mog2")
-    session.open(tiny_sequence)
-    for _ in range(10):
-        session.step()
+    session = stepped(tiny_sequence, "mog2", 10)
     old = session.subtractor
     session.restart()
     r = session.step()
