@@ -22,7 +22,7 @@ import os
 import sys
 from pathlib import Path
 
-from bgsub.commands._common import parse_size
+from bgsub.commands._common import add_frame_arguments, parse_size
 
 __all__ = ["main", "build_parser"]
 
@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="set a parameter of the algorithm (repeatable)",
     )
     p.add_argument("--threshold", type=float, default=0.0, help="score threshold of the mask (default 0)")
+    add_frame_arguments(p)
     p.add_argument("--paused", action="store_true", help="open the source without starting to play")
     p.add_argument("--frames", type=int, default=None, metavar="N", help="pause after N frames")
     p.add_argument(
@@ -136,7 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         algo = args.algo
         if algo is not None and algo not in registry.algorithms():
             raise ValueError(f"unknown algorithm {algo!r}; choose one of {', '.join(registry.algorithms())}")
-        session = Session(algo=algo, threshold=args.threshold)
+        from bgsub.pipeline import load_roi
+
+        roi = load_roi(args.roi) if args.roi is not None else None
+        session = Session(algo=algo, threshold=args.threshold, roi=roi, scale=args.scale, min_area=args.min_area)
         params = registry.default_params(session.algo, args.preset) if args.preset else {}
         params.update(registry.parse_assignments(session.algo, args.assignments))
         if params:

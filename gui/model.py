@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-import cv2
 import numpy as np
 
 from bgsub import registry
 from bgsub.metrics import ConfusionCounts
-from bgsub.pipeline import MaskFiles, Pipeline, Scores
+from bgsub.pipeline import MaskFiles, Pipeline, Region, Scores
 from bgsub.sources import SourceError, open_source
 
 __all__ = [
@@ -326,6 +325,12 @@ class Session:
         ``open_source(spec) -> FrameSource``; :func:`bgsub.sources.open_source`.
     clock : callable
         Monotonic seconds, for the frame rate.
+    roi : ndarray of bool, shape (H, W), optional
+        Process only these pixels (:class:`bgsub.pipeline.Region`).
+    scale : float
+        Processing resolution relative to the input, in (0, 1].
+    min_area : int
+        Drop foreground blobs smaller than this many pixels.
 
     Attributes
     ----------
@@ -352,6 +357,9 @@ class Session:
         threshold: float = 0.0,
         source_opener: Callable[..., Any] = open_source,
         clock: Callable[[], float] = time.perf_counter,
+        roi: np.ndarray | None = None,
+        scale: float = 1.0,
+        min_area: int = 0,
     ) -> None:
         self._open = source_opener
         self._clock = clock
@@ -364,6 +372,10 @@ class Session:
         self.params = registry.default_params(self.algo)
         self.params.update(registry.validate_params(self.algo, dict(params or {})))
         self.threshold = self._check_threshold(threshold)
+        Region(roi, scale)  # ValueError for a bad ROI or scale, before anything runs
+        if min_area < 0:
+            raise ValueError(f"min_area must be >= 0, got {min_area}")
+        self._roi, self._scale, self._min_area = roi, float(scale), int(min_area)
         self.subtractor = None
         self.reset_model()
 
@@ -442,8 +454,8 @@ class Session:
         self._fps = 0.0
         self._last_time: float | None = None
         self._scores = Scores(roc=True)
-        self._pipeline = Pipeline(subtractor, threshold=self.threshold, keep_score=True, track=False,
-                                  sinks=[self._scores])
+        self._pipeline = Pipeline(subtractor, region=Region(self._roi, self._scale), threshold=self.threshold,
+                                  min_area=self._min_area, keep_score=True, track=False, sinks=[self._scores])
         self._pipeline.sequence = getattr(self.source, "sequence", None)
         self._set_saver(self._saver)
 

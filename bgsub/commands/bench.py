@@ -17,7 +17,6 @@ import json
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import cv2

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import cv2
@@ -18,7 +16,6 @@ from bgsub.pipeline import Callback, MaskFiles, Pipeline, Region, Scores, Tracke
 from bgsub.sources import Frame, open_source
 from bgsub.writers import list_masks
 
-REPO = Path(__file__).resolve().parents[2]
 H, W = 60, 80
 
 

@@ -106,10 +106,6 @@ def test_bad_parameter_values_are_refused_and_the_old_value_kept():
         session.set_param("width", 3.0)
 
 
-needs_olkn = pytest.mark.skipif("olkn" not in registry.algorithms(), reason="olkn is not registered")
-
-
-@needs_olkn
 def test_live_parameter_keeps_the_learned_model(tiny_sequence):
     session = Session(algo="olkn", params={"budget": 4})
     session.open(tiny_sequence)
@@ -128,7 +124,6 @@ def test_live_parameter_keeps_the_learned_model(tiny_sequence):
     assert session.subtractor.get_params()["budget"] == 6
 
 
-@needs_olkn
 def test_value_refused_by_the_subtractor_keeps_the_old_one():
     session = Session(algo="olkn")
     nu = session.params["nu"]
@@ -302,3 +297,22 @@ def test_warm_up_refuses_bad_parameters():
 
     with pytest.raises(ValueError, match="history must be >= 1"):
         warm_up("knn", {"history": 0})
+
+
+def test_session_roi_scale_and_min_area_go_through_the_pipeline(tiny_sequence):
+    with open_source(tiny_sequence) as source:
+        h, w = next(iter(source)).image.shape[:2]
+    roi = np.zeros((h, w), bool)
+    roi[h // 4:, : w // 2] = True
+    session = Session(algo="knn", roi=roi, scale=0.5, min_area=3)
+    session.open(tiny_sequence)
+    results = run_all(session)
+    assert all(r.mask.shape == (h, w) and not r.mask[~roi].any() for r in results)
+    assert results[0].mask[roi].all()  # KNN's first frame: all foreground, inside the ROI only
+    assert results[-1].score.shape == (h, w)
+    for r in results:  # no blob under 3 pixels survives
+        n, _, stats, _ = cv2.connectedComponentsWithStats((r.mask > 0).astype(np.uint8), connectivity=8)
+        assert all(stats[k, cv2.CC_STAT_AREA] >= 3 for k in range(1, n))
+    session.close()
+    with pytest.raises(ValueError, match="--scale must be in"):
+        Session(algo="knn", scale=0)
