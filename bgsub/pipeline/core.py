@@ -274,8 +274,10 @@ class Pipeline:
                 except StopIteration:
                     break
                 except SourceError as exc:
-                    at = (getattr(source, "start", 1) + getattr(source, "frames_read", result.frames)
-                          + getattr(source, "decode_errors", 0))
+                    at = getattr(exc, "index", None)  # BadFrameError knows its frame
+                    if at is None:
+                        at = (getattr(source, "start", 1) + getattr(source, "frames_read", result.frames)
+                              + getattr(source, "decode_errors", 0))
                     result.error = f"frame {at}: {exc}"
                     break
                 try:

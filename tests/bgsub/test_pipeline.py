@@ -264,3 +264,19 @@ def test_library_pipeline_with_scores_and_a_callback(tmp_path):
     assert result.frames == 150 and result.error is None and len(seen) == 150
     assert result.scored_frames == scores.frames == 50 and 0 < result.metrics["F"] <= 1
     assert 0.5 < result.metrics["auc"] <= 1
+
+
+def test_a_refused_batch_lists_only_the_settings_that_differ(tmp_path, capsys):
+    from tests.bgsub.test_sources import write_test_video
+
+    src = tmp_path / "in"
+    src.mkdir()
+    write_test_video(src / "a.avi", frames=4)
+    out = tmp_path / "out"
+    assert cli(["batch", str(src), str(out), "--algo", "knn", "--max-frames", "3", "--quiet", "--workers", "1"]) == 0
+    capsys.readouterr()
+    assert cli(["batch", str(src), str(out), "--algo", "knn", "--max-frames", "3", "--quiet", "--workers", "1",
+                "--set", "history=7"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bgsub batch: error: ") and "history 500 there, 7 now" in err, err
+    assert "dist2Threshold" not in err and "detectShadows" not in err and "max_frames" not in err
