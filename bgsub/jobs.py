@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from bgsub.cdnet import is_cdnet_sequence
-from bgsub.writers import AtomicDir, is_partial_name
+from bgsub.writers import AtomicDir, remove_partials
 from learners._persist import fsync_dir
 
 __all__ = [
@@ -308,19 +308,7 @@ def remove_job_partials(output: str | os.PathLike, job_id: str | None = None) ->
     if not final.parent.is_dir():
         return 0
     prefix = f".{final.name}.partial-" + (f"{job_id}-" if job_id is not None else "")
-    removed = 0
-    for e in os.scandir(final.parent):
-        if not (e.name.startswith(prefix) and is_partial_name(e.name)):
-            continue
-        try:
-            if e.is_dir(follow_symlinks=False):
-                shutil.rmtree(e.path)
-            else:
-                os.unlink(e.path)
-            removed += 1
-        except FileNotFoundError:
-            pass
-    return removed
+    return remove_partials(final.parent, prefix=prefix)
 
 
 class OutputLock:

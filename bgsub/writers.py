@@ -80,16 +80,19 @@ def is_partial_name(name: str) -> bool:
     return bool(_PARTIAL_RE.match(name))
 
 
-def remove_partials(folder: str | os.PathLike, stem: str | None = None) -> int:
+def remove_partials(folder: str | os.PathLike, stem: str | None = None, *, prefix: str | None = None) -> int:
     """Delete temporary files and folders left in ``folder`` by a killed writer.
 
     Only names made by this module (``.NAME.partial...``) are touched; with
-    ``stem``, only those of ``NAME == stem``. Returns how many were removed.
+    ``stem``, only those of ``NAME == stem``; with ``prefix``, only names that
+    start with it (e.g. one job's ``.NAME.partial-JOBID-``). Returns how many
+    were removed.
     """
     folder = Path(folder)
     if not folder.is_dir():
         return 0
-    prefix = f".{stem}.partial" if stem is not None else None
+    if prefix is None and stem is not None:
+        prefix = f".{stem}.partial"
     removed = 0
     for e in os.scandir(folder):
         if not is_partial_name(e.name) or (prefix is not None and not e.name.startswith(prefix)):
