@@ -283,13 +283,23 @@ def test_every_registered_algorithm_runs_in_a_session(algo, tiny_sequence):
 
 
 @pytest.mark.parametrize("algo", registry.algorithms())
-def test_warm_up_runs_each_algorithm_on_tiny_frames(algo):
+def test_warm_up_runs_each_algorithm_on_tiny_frames(algo, monkeypatch):
+    import gui.model
     from gui.model import warm_up
 
-    seconds = warm_up(algo, registry.default_params(algo))
-    assert seconds >= 0.0
-    # Once compiled, warming up again is quick (the window does it on every switch).
-    assert warm_up(algo, registry.default_params(algo)) < 5.0
+    made = []
+    real = registry.create
+
+    def create(name, **params):
+        sub = real(name, **params)
+        made.append((name, sub))
+        return sub
+
+    monkeypatch.setattr(gui.model.registry, "create", create)
+    seconds = warm_up(algo, registry.default_params(algo), frames=3)
+    assert seconds > 0.0 and [name for name, _ in made] == [algo]
+    score = made[0][1].getScoreMap()  # it really processed frames of the warm-up size
+    assert score is not None and score.shape == gui.model.WARM_UP_SIZE
 
 
 def test_warm_up_refuses_bad_parameters():
