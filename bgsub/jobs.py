@@ -265,17 +265,8 @@ class JobDir(AtomicDir):
         super().__init__(final)
         self.job_id = job_id
 
-    def open(self) -> Path:
-        self.final.parent.mkdir(parents=True, exist_ok=True)
-        while True:
-            tmp = self.final.with_name(f".{self.final.name}.partial-{self.job_id}-{os.getpid()}-"
-                                       f"{os.urandom(3).hex()}")
-            try:
-                os.mkdir(tmp)
-            except FileExistsError:
-                continue
-            self.tmp = tmp
-            return tmp
+    def _temp_name(self) -> Path:
+        return self.final.with_name(f".{self.final.name}.partial-{self.job_id}-{os.getpid()}-{os.urandom(3).hex()}")
 
     def commit(self) -> Path:
         if self.tmp is None:

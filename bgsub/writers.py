@@ -28,6 +28,8 @@ from typing import Any
 import cv2
 import numpy as np
 
+from learners._persist import write_atomic
+
 __all__ = [
     "write_bytes_atomic",
     "temp_path",
@@ -116,23 +118,8 @@ def temp_path(path: str | os.PathLike) -> Path:
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes, *, fsync: bool = False) -> Path:
-    """Write ``data`` to ``path`` through a temporary file and a rename."""
-    path = Path(path)
-    tmp = temp_path(path)
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            if fsync:
-                fh.flush()
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            tmp.unlink()
-        except FileNotFoundError:
-            pass
-        raise
-    return path
+    """Write ``data`` to ``path`` through a temporary file and a rename (with ``fsync``: durably)."""
+    return write_atomic(path, data, fsync=fsync, tmp=temp_path(path))
 
 
 def write_text_atomic(path: str | os.PathLike, text: str, *, fsync: bool = False) -> Path:
@@ -388,11 +375,14 @@ class AtomicDir:
         self.final = Path(final)
         self.tmp: Path | None = None
 
+    def _temp_name(self) -> Path:
+        return self.final.with_name(f".{self.final.name}.partial-{os.getpid()}-{os.urandom(4).hex()}")
+
     def open(self) -> Path:
         """Create the temporary folder (permissions as for any new folder) and return it."""
         self.final.parent.mkdir(parents=True, exist_ok=True)
         while True:
-            tmp = self.final.with_name(f".{self.final.name}.partial-{os.getpid()}-{os.urandom(4).hex()}")
+            tmp = self._temp_name()
             try:
                 os.mkdir(tmp)  # unlike mkdtemp, honours the umask (not 0700)
             except FileExistsError:

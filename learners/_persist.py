@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FORMAT_VERSION", "CheckpointError", "write_checkpoint", "read_checkpoint", "write_durable", "fsync_dir",
+__all__ = ["FORMAT_VERSION", "CheckpointError", "write_checkpoint", "read_checkpoint", "write_atomic", "fsync_dir",
            "PersistMixin"]
 
 FORMAT = "olk-checkpoint"
@@ -67,15 +67,24 @@ def fsync_dir(folder: str | os.PathLike) -> None:
         os.close(fd)
 
 
-def write_durable(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` via a temporary file, ``fsync``, rename and folder ``fsync``."""
+def write_atomic(path: str | os.PathLike, data: bytes, *, fsync: bool = True,
+                 tmp: str | os.PathLike | None = None) -> Path:
+    """Write ``data`` to ``path`` via a temporary file and a rename; with ``fsync``, durably.
+
+    With ``fsync`` the file is ``fsync``-ed before the rename and its folder
+    after it, so the new content survives a power cut once this returns. ``tmp``
+    names the temporary file (default ``.NAME.partial-PID-RANDOM`` beside ``path``).
+    """
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.partial-{os.getpid()}-{os.urandom(3).hex()}")
+    if tmp is None:
+        tmp = path.with_name(f".{path.name}.partial-{os.getpid()}-{os.urandom(3).hex()}")
+    tmp = Path(tmp)
     try:
         with open(tmp, "wb") as fh:
             fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+            if fsync:
+                fh.flush()
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -83,7 +92,8 @@ def write_durable(path: str | os.PathLike, data: bytes) -> Path:
         except FileNotFoundError:
             pass
         raise
-    fsync_dir(path.parent)
+    if fsync:
+        fsync_dir(path.parent)
     return path
 
 
@@ -111,7 +121,7 @@ def write_checkpoint(path: str | os.PathLike, kind: str, params: dict, arrays: d
     if not path.parent.is_dir():
         raise CheckpointError(f"cannot write checkpoint {path}: folder {path.parent} does not exist")
     try:
-        return write_durable(path, buf.getvalue())
+        return write_atomic(path, buf.getvalue())
     except OSError as exc:
         raise CheckpointError(f"cannot write checkpoint {path}: {exc.strerror or exc}") from None
 

@@ -450,8 +450,8 @@ def _run_locked(jobs, in_dir, out_dir, run_id, *, algo, params, workers, threads
                   "stale_removed": stale, "pattern": pattern}
     manifest.runs.append(run_record)
     manifest.save()
-    where = (f"on Dask {scheduler}" if scheduler else
-             f"with {n_workers} worker{'s' if n_workers != 1 else ''} x {n_threads} thread{'s' if n_threads != 1 else ''}")
+    where = (f"on Dask {scheduler}" if scheduler else f"with {n_workers} worker{'s' if n_workers != 1 else ''} "
+             f"x {n_threads} thread{'s' if n_threads != 1 else ''}")
     print(f"{len(jobs)} input{'s' if len(jobs) != 1 else ''} under {in_dir}: {skipped} finished earlier, "
           f"{len(todo)} to do {where} ({algo})", file=log)
     if stale:
