@@ -2,18 +2,27 @@
 
 Finds every video file and every CDnet-layout sequence folder under
 ``IN_DIR`` (recursively), and processes each in its own worker process (default:
-one per core) into its own folder under ``OUT_DIR`` that mirrors the input
-tree: ``IN_DIR/a/b/clip.mp4`` -> ``OUT_DIR/a/b/clip/bin%06d.png``,
-``IN_DIR/cat/seq/`` (CDnet) -> ``OUT_DIR/cat/seq/bin%06d.png``.
+one per core, ``--threads`` numba/OpenCV threads each) or, with ``--scheduler``,
+as one task on a Dask cluster (:mod:`bgsub.cluster`), into its own folder under
+``OUT_DIR`` that mirrors the input tree: ``IN_DIR/a/b/clip.mp4`` ->
+``OUT_DIR/a/b/clip/bin%06d.png``, ``IN_DIR/cat/seq/`` (CDnet) ->
+``OUT_DIR/cat/seq/bin%06d.png``; names that would clash get the video's
+extension (:func:`bgsub.jobs.plan_jobs`).
 
-Each output folder is filled under a temporary name (``.NAME.partial-...``),
-``result.json`` is written into it last, and only then is it renamed into place:
-an output folder that exists is finished. ``OUT_DIR/manifest.json`` (written
-atomically after every video) records the parameters, each input's status,
-frame counts, fps and errors, and one entry per invocation.
+An ``OUT_DIR`` that is, contains, or lies inside an input is refused before
+anything is written (:func:`bgsub.jobs.check_output_location`), and one batch at
+a time writes into an ``OUT_DIR`` (:class:`bgsub.jobs.OutputLock`). Each output
+folder is filled under a temporary name carrying its job id, ``result.json``
+(with the source's path, size and modification time and the settings) is
+written last, every file is ``fsync``-ed, and only then is the folder renamed
+into place (:class:`bgsub.jobs.JobDir`): an output folder that exists is
+finished. ``OUT_DIR/manifest.json`` (written atomically after every input)
+records the parameters, each input's status and output folder, frame counts,
+fps and errors, and one entry per invocation.
 
-Re-running the same command resumes: finished videos are skipped, unfinished or
-failed ones are redone, and temporary leftovers of a killed run are removed. A
+Re-running the same command resumes: an input is skipped only when its folder
+holds a finished result of the same source and settings; unfinished, failed or
+changed ones are redone, and temporary leftovers of a killed run are removed. A
 different algorithm or parameters on the same ``OUT_DIR`` is refused unless
 ``--overwrite`` (redo everything). One bad video does not stop the others; it is
 reported in the manifest and the exit code is 1.
