@@ -42,7 +42,7 @@ from learners._persist import fsync_dir
 __all__ = [
     "Job", "UnsafeOutputError", "check_output_location", "plan_jobs", "source_fingerprint", "is_finished",
     "read_result", "JobDir", "remove_job_partials", "OutputLock", "limit_threads", "default_threads",
-    "available_cores", "RESULT_FILE",
+    "available_cores", "current_threads", "RESULT_FILE",
 ]
 
 #: Written into each output folder last, before it is renamed into place.
@@ -355,6 +355,13 @@ def available_cores() -> int:
 def default_threads(workers: int) -> int:
     """Threads per worker so that ``workers x threads`` fills the cores without oversubscribing them."""
     return max(1, available_cores() // max(1, workers))
+
+
+def current_threads() -> int:
+    """Threads numba's parallel loops use in this thread."""
+    import numba
+
+    return int(numba.get_num_threads())
 
 
 def limit_threads(n: int) -> int:

@@ -55,6 +55,7 @@ from bgsub.jobs import (
     UnsafeOutputError,
     available_cores,
     check_output_location,
+    current_threads,
     default_threads,
     is_finished,
     limit_threads,
@@ -238,6 +239,7 @@ def process_job(job: Job, algo: str, params: dict, mask_video: str | None = None
         "started": utc_now(),
         "worker_pid": os.getpid(),
         "job_id": job.job_id,
+        "threads": current_threads(),
         "settings": job_settings(algo, params, mask_video, max_frames),
     }
     final = Path(job.output)

@@ -155,10 +155,12 @@ def test_commit_replaces_a_finished_folder_whole(tmp_path):
 def test_threads_option(clash, tmp_path, capsys):
     assert cli(["batch", str(clash), str(tmp_path / "o"), "--threads", "0", "--quiet"]) == 2
     assert "--threads must be >= 1" in capsys.readouterr().err
-    assert cli(["batch", str(clash), str(tmp_path / "o"), "--algo", "knn", "--workers", "1", "--threads", "2",
+    # one worker would get every core by default; --threads 1 holds it to one
+    assert cli(["batch", str(clash), str(tmp_path / "o"), "--algo", "knn", "--workers", "1", "--threads", "1",
                 "--pattern", "a/*", "--quiet"]) == 0
     run = json.loads((tmp_path / "o" / "manifest.json").read_text())["runs"][-1]
-    assert run["workers"] == 1 and run["threads"] == 2
+    assert run["workers"] == 1 and run["threads"] == 1
+    assert json.loads((tmp_path / "o" / "a" / "clip" / "result.json").read_text())["threads"] == 1
 
 
 def test_bundled_videos_with_two_workers_give_two_complete_folders(tmp_path):
