@@ -18,6 +18,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import sys
@@ -119,8 +120,8 @@ def evaluate_sequence(source, subtractor, out_dir: Path | None = None,
     if out_dir is not None:
         sinks.append(MaskFiles(out_dir))
     if progress is not None:
-        total = source.frame_count
-        sinks.append(Callback(lambda o, n=[0]: (n.__setitem__(0, n[0] + 1), progress(n[0], total))[1]))
+        done = itertools.count(1)
+        sinks.append(Callback(lambda out: progress(next(done), source.frame_count)))
     result = Pipeline(subtractor, region=region, min_area=min_area, sinks=sinks).run(source)
     m = scores.metrics() or scores.counts.metrics()
     row: dict[str, Any] = {"name": name or source.name, "frames": scores.frames}
