@@ -170,3 +170,24 @@ def test_bench_text_output_names_the_frames(capsys):
     assert "frames: synthetic clip (CDnet highway not found" in capsys.readouterr().out
     assert cli_main(["bench", "--rounds", "0"]) == 2
     assert "bgsub bench: error: --rounds must be >= 1, got 0" in capsys.readouterr().err
+
+
+def test_eval_roi_scale_and_min_area(tmp_path, capsys):
+    seq = _write_sequence(tmp_path / "cam", n=30, first=11)
+    roi = np.zeros((48, 64), np.uint8)
+    roi[:, 32:] = 255
+    cv2.imwrite(str(tmp_path / "roi.png"), roi)
+    out = tmp_path / "masks"
+    assert cli_main(["eval", str(seq), "--algo", "knn", "--json", "--roi", str(tmp_path / "roi.png"),
+                     "--scale", "0.5", "--out", str(out)]) == 0
+    row = json.loads(capsys.readouterr().out)["sequences"][0]
+    assert row["frames"] == 20 and 0 < row["recall"] < 1  # the square is found only in the right half
+    for n in range(1, 31):
+        m = cv2.imread(str(out / "cam" / f"bin{n:06d}.png"), cv2.IMREAD_GRAYSCALE)
+        assert m.shape == (48, 64) and not m[:, :32].any()
+    # no blob reaches 10 000 pixels: nothing is foreground
+    assert cli_main(["eval", str(seq), "--algo", "knn", "--json", "--min-area", "10000"]) == 0
+    row = json.loads(capsys.readouterr().out)["sequences"][0]
+    assert row["recall"] == 0.0
+    assert cli_main(["eval", str(seq), "--scale", "1.5"]) == 2
+    assert "bgsub eval: error: --scale must be in (0, 1], got 1.5" in capsys.readouterr().err
