@@ -238,6 +238,16 @@ def olk_n_step(x, sv, coef, ring, scale, r, nu, C, rho, rho_rule, kind, width, d
 # --------------------------------------------------------------------------
 
 
+@njit(cache=True)
+def norma_hinge_alpha(f, y, eta, margin, strict):
+    """NORMA's hinge / perceptron rule: the new term ``eta y`` when ``y f < margin``
+    (``<=`` when not ``strict``), else 0."""
+    yf = y * f
+    if yf < margin or (not strict and yf <= margin):
+        return eta * y
+    return 0.0
+
+
 @njit(cache=True, fastmath=True)
 def norma_classification_update(x, y, f, sv, coef, ring, scale, eta, lam, margin, strict, b, use_offset,
                                 sv_threshold):
@@ -248,10 +258,8 @@ def norma_classification_update(x, y, f, sv, coef, ring, scale, eta, lam, margin
     is ``alpha = eta y`` and, with an offset, ``b += eta y``. Returns ``(alpha, b)``.
     """
     new_scale = scale * norma_decay(eta, lam)
-    yf = y * f
-    alpha = 0.0
-    if yf < margin or (not strict and yf <= margin):
-        alpha = eta * y
+    alpha = norma_hinge_alpha(f, y, eta, margin, strict)
+    if alpha != 0.0:
         expansion_push(x, alpha / new_scale, sv, coef, ring)
         if use_offset:
             b += alpha
