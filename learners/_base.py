@@ -151,7 +151,7 @@ class OnlineKernelEstimator(BaseEstimator):
 
     # --------------------------------------------------------------- expansion
     def _reset(self):
-        for name in ("_sv", "_coef", "_ring", "_state", "_offsets", "_platt", "_codes", "_feature_keys",
+        for name in ("_sv", "_coef", "_ring", "_state", "_offsets", "_calibrator", "_codes", "_feature_keys",
                      "classes_", "n_features_in_", "feature_names_in_", "width_"):
             if hasattr(self, name):
                 delattr(self, name)
@@ -388,11 +388,11 @@ class BinaryClassifierMixin(BinaryDecisionMixin):
     (``f(x)``), ``predict_proba_one(x)``. ``learn_one`` takes labels as they come
     (river's way): a model that has seen one class predicts it.
 
-    ``predict_proba`` calibrates ``f`` online (Platt scaling learnt by the stream):
-    ``P(classes_[1] | x) = 1 / (1 + exp(-(A f(x) + B)))``, with ``(A, B)`` moved by one
+    ``predict_proba`` calibrates ``f`` online: ``P(classes_[1] | x) = 1 / (1 + exp(-A f(x)))``
+    (a softmax of ``A f_k(x)`` for more classes), the temperature ``A`` moved by one
     AdaGrad step of the log-loss on every row's ``f_t(x)``, the score the model gave
     the row *before* learning from it, so the calibration sees honest out-of-sample
-    scores (:mod:`learners._calibration`).
+    scores; its most probable class is always ``predict``'s (:mod:`learners._calibration`).
     """
 
     #: Whether more than two classes are learnt natively (one-vs-rest over a shared support set).
@@ -461,14 +461,9 @@ class BinaryClassifierMixin(BinaryDecisionMixin):
         return self._proba(self.decision_function(X))
 
     def _proba(self, f):
-        if f.ndim == 1:
-            p1 = _calibration.platt_probability(f, self._platt[0])
-            if self.classes_.shape[0] == 1:
-                return np.ones((f.shape[0], 1))
-            return np.column_stack([1.0 - p1, p1])
-        p = np.column_stack([_calibration.platt_probability(f[:, k], self._platt[k]) for k in range(f.shape[1])])
-        total = p.sum(axis=1, keepdims=True)
-        return np.where(total > 0, p / np.where(total > 0, total, 1.0), 1.0 / p.shape[1])
+        if self.classes_.shape[0] == 1:
+            return np.ones((f.shape[0], 1))
+        return _calibration.probabilities(f, self._calibrator)
 
     # ------------------------------------------------------------------ labels
     def _encode_labels(self, y, classes, first):
@@ -484,7 +479,7 @@ class BinaryClassifierMixin(BinaryDecisionMixin):
             else:
                 cls = binary_classes(y, classes, name)
             self.classes_ = cls
-            self._platt = _calibration.new_platt(1 if cls.shape[0] == 2 else cls.shape[0])
+            self._calibrator = _calibration.new_calibrator()
         elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
             raise ValueError(f"classes={list(classes)} differs from the classes {self.classes_.tolist()} "
                              "of the first partial_fit call")
@@ -504,7 +499,7 @@ class BinaryClassifierMixin(BinaryDecisionMixin):
             check_classification_targets(np.asarray([y]))
         if not hasattr(self, "classes_"):
             self.classes_ = np.asarray([y])
-            self._platt = _calibration.new_platt(1)
+            self._calibrator = _calibration.new_calibrator()
         else:
             self._add_class(y)
         cls = self.classes_
@@ -537,7 +532,6 @@ class BinaryClassifierMixin(BinaryDecisionMixin):
     def _flip_binary(self):
         self._coef *= -1.0
         self._state[_stream.OFFSET] *= -1.0
-        self._platt[0] = _calibration.new_platt(1)[0]
         self._publish_state(self._params())
 
     def _to_multiclass(self):
@@ -548,14 +542,11 @@ class BinaryClassifierMixin(BinaryDecisionMixin):
             b = float(self._state[_stream.OFFSET])
             self._offsets = np.array([-b, b])
             self._state[_stream.OFFSET] = 0.0
-        p = self._platt[0]
-        self._platt = np.vstack([_calibration.new_platt(1), p[None, :]])
 
     def _insert_class(self, pos):
         if hasattr(self, "_state"):
             self._coef = np.ascontiguousarray(np.insert(self._coef, pos, 0.0, axis=1))
             self._offsets = np.insert(self._offsets, pos, 0.0)
-        self._platt = np.insert(self._platt, pos, _calibration.new_platt(1)[0], axis=0)
 
     # -------------------------------------------------------------- one row
     def learn_one(self, x, y, *, return_score=False):
@@ -603,7 +594,7 @@ class BinaryClassifierMixin(BinaryDecisionMixin):
 
     def _learn(self, X, y, params):
         f_out = super()._learn(X, y, params)
-        _calibration.platt_learn(f_out[:, None], (y > 0).astype(np.float64)[:, None], self._platt)
+        _calibration.calibrate_binary(f_out, y, self._calibrator)
         return f_out
 
 
@@ -642,8 +633,7 @@ class MulticlassClassifierMixin(BinaryClassifierMixin):
         f_out = np.empty((X.shape[0], self.classes_.shape[0]), dtype=np.float64)
         self._run_ovr_stream(X, y, params, f_out)
         self._publish_state(params)
-        targets = (y[:, None] == np.arange(f_out.shape[1])[None, :]).astype(np.float64)
-        _calibration.platt_learn(f_out, targets, self._platt)
+        _calibration.calibrate_multiclass(f_out, y, self._calibrator)
         return f_out
 
     def _check_ovr_params(self, params):

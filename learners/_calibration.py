@@ -1,14 +1,15 @@
-"""Online calibration of a decision value ``f`` into a probability (Platt scaling, learnt by the stream).
+"""Online calibration of decision values into probabilities (temperature scaling, learnt by the stream).
 
-``P(y = 1 | f) = 1 / (1 + exp(-(A f + B)))``. Every row's ``f_t(x)``, the score the
-model gave it *before* learning from it, moves ``(A, B)`` by one AdaGrad step on
-the log-loss ``-t log p - (1 - t) log(1 - p)`` (gradient ``(p - t) (f, 1)``), so
-the calibration only ever sees out-of-sample scores and follows a drifting stream.
-Start: ``A = 1, B = 0``; step ``LEARNING_RATE / sqrt(sum of squared gradients)``.
+Two classes: ``P(classes_[1] | x) = 1 / (1 + exp(-A f(x)))``; more: ``P(k | x) =
+softmax_k(A f_k(x))`` over the one-vs-rest scores. One temperature ``A >= 0`` and
+no intercept, so the most probable class is always the one ``predict`` returns.
+Every row's ``f_t(x)``, the score the model gave it *before* learning from it,
+moves ``A`` by one AdaGrad step on the log-loss (gradient ``(p - t) f`` for two
+classes, ``sum_k (p_k - t_k) f_k`` for more), so the calibration only ever sees
+out-of-sample scores and follows a drifting stream. Start ``A = 1``; step
+``LEARNING_RATE / sqrt(sum of squared gradients)``.
 
-A calibrator is a float64 array ``[A, B, GA, GB]`` (``GA``, ``GB``: the sums of
-squared gradients); a classifier keeps one per binary decision (one for two
-classes, one per class for one-vs-rest).
+A calibrator is a float64 array ``[A, G]`` (``G``: the sum of squared gradients).
 
 This module imports only numpy and numba.
 """
@@ -19,39 +20,55 @@ import numpy as np
 from numba import njit
 
 LEARNING_RATE = 0.5
-_EPS = 1e-8
+_EPS = 1e-12
 
 
-def new_platt(n):
-    """``n`` fresh calibrators, shape (n, 4)."""
-    out = np.zeros((n, 4), dtype=np.float64)
-    out[:, 0] = 1.0
-    return out
-
-
-@njit(cache=True)
-def _sigmoid(z):
-    if z >= 0.0:
-        return 1.0 / (1.0 + math.exp(-z))
-    e = math.exp(z)
-    return e / (1.0 + e)
+def new_calibrator():
+    """A fresh calibrator ``[A, G] = [1, 0]``."""
+    return np.array([1.0, 0.0])
 
 
 @njit(cache=True)
-def platt_learn(f, targets, platt):
-    """One AdaGrad step per row: ``platt[k]`` learns from ``f[i, k]`` and ``targets[i, k]`` in {0, 1}."""
+def _step(c, g):
+    c[1] += g * g
+    c[0] = max(0.0, c[0] - LEARNING_RATE * g / math.sqrt(c[1] + _EPS))
+
+
+@njit(cache=True)
+def calibrate_binary(f, positive, c):
+    """One step per row: ``f[i]`` the score, ``positive[i]`` > 0 for ``classes_[1]``."""
     for i in range(f.shape[0]):
-        for k in range(f.shape[1]):
-            c = platt[k]
-            g = _sigmoid(c[0] * f[i, k] + c[1]) - targets[i, k]
-            ga = g * f[i, k]
-            c[2] += ga * ga
-            c[3] += g * g
-            c[0] -= LEARNING_RATE * ga / math.sqrt(c[2] + _EPS)
-            c[1] -= LEARNING_RATE * g / math.sqrt(c[3] + _EPS)
+        z = c[0] * f[i]
+        p = 1.0 / (1.0 + math.exp(-z)) if z >= 0.0 else math.exp(z) / (1.0 + math.exp(z))
+        t = 1.0 if positive[i] > 0 else 0.0
+        _step(c, (p - t) * f[i])
 
 
-def platt_probability(f, calibrator):
-    """``P(y = 1 | f)`` for an array of decision values."""
-    z = calibrator[0] * np.asarray(f, dtype=np.float64) + calibrator[1]
-    return 0.5 * (1.0 + np.tanh(0.5 * z))
+@njit(cache=True)
+def calibrate_multiclass(f, codes, c):
+    """One step per row: ``f[i]`` the one-vs-rest scores, ``codes[i]`` the class index."""
+    K = f.shape[1]
+    p = np.empty(K)
+    for i in range(f.shape[0]):
+        top = c[0] * f[i, 0]
+        for k in range(1, K):
+            top = max(top, c[0] * f[i, k])
+        total = 0.0
+        for k in range(K):
+            p[k] = math.exp(c[0] * f[i, k] - top)
+            total += p[k]
+        g = 0.0
+        for k in range(K):
+            t = 1.0 if codes[i] == k else 0.0
+            g += (p[k] / total - t) * f[i, k]
+        _step(c, g)
+
+
+def probabilities(f, c):
+    """Class probabilities, shape (n, n_classes), from scores ``f`` of shape (n,) or (n, K)."""
+    z = c[0] * np.asarray(f, dtype=np.float64)
+    if z.ndim == 1:
+        p1 = 0.5 * (1.0 + np.tanh(0.5 * z))
+        return np.column_stack([1.0 - p1, p1])
+    z = np.exp(z - z.max(axis=1, keepdims=True))
+    return z / z.sum(axis=1, keepdims=True)

@@ -207,8 +207,13 @@ class OLKOneClass(OneClassMixin, OutlierMixin, _OLKBase):
 
     Parameters
     ----------
-    kernel, width, degree, coef0, budget, sv_threshold, n_passes, shuffle, random_state
+    kernel, degree, coef0, budget, sv_threshold, n_passes, shuffle, random_state
         See :mod:`learners.olk`.
+    width : float > 0 or "scale", default 1.0
+        As in :mod:`learners.olk`, but 1.0 by default: OLK_N's threshold ``f(x) = 1 + rho``
+        is absolute, and ``"scale"`` (a kernel as wide as the whole data) makes every
+        point of a clustered set score above it (measured on scikit-learn's blobs:
+        no novelty flagged). Standardise the features, or pass a width.
     C : float > nu, default 0.2
         Upper bound of the dual variable (paper: 0.2).
     nu : float in (0, 1], default 0.1
@@ -230,7 +235,7 @@ class OLKOneClass(OneClassMixin, OutlierMixin, _OLKBase):
         ``1 + rho_``: ``decision_function = score_samples - offset_``.""" + _FITTED_DOC + """
     """
 
-    def __init__(self, *, kernel="gaussian", width="scale", degree=3, coef0=1.0, C=0.2, nu=0.1, r=0.001,
+    def __init__(self, *, kernel="gaussian", width=1.0, degree=3, coef0=1.0, C=0.2, nu=0.1, r=0.001,
                  rho_rule="paper", budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False,
                  random_state=None):
         self.kernel = kernel
