@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 
 import numpy as np
+from numba import njit
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_random_state
@@ -48,8 +50,24 @@ DEFAULT_BUDGET = 512
 #: Capacity of an unbounded expansion (``budget=None``) before it first grows.
 _INITIAL_CAPACITY = 64
 
-#: Parameter names per estimator class (``BaseEstimator._get_param_names`` inspects the signature).
-_PARAM_NAMES: dict[type, tuple[str, ...]] = {}
+
+@njit(cache=True)
+def _finite(x):
+    for v in x:
+        if not math.isfinite(v):
+            return False
+    return True
+
+
+@njit(cache=True)
+def _same_row(a, b):
+    """Whether two rows of shape (1, d) hold the same values."""
+    if a.shape[1] != b.shape[1]:
+        return False
+    for c in range(a.shape[1]):
+        if a[0, c] != b[0, c]:
+            return False
+    return True
 
 
 def scale_width(X):
@@ -103,6 +121,9 @@ class OnlineKernelEstimator(BaseEstimator):
 
     _supervised = True
 
+    #: Whether ``_run_stream`` passes :meth:`_take_given_f` to its loop (``f_given``).
+    _reuses_f = False
+
     # ------------------------------------------------------------------ params
     def _check_kernel_params(self):
         check_choice("kernel", self.kernel, KERNELS)
@@ -132,27 +153,30 @@ class OnlineKernelEstimator(BaseEstimator):
         raise NotImplementedError
 
     def _params(self):
-        """:meth:`_check_params`, run again only when a parameter changed since the last call."""
-        cls = type(self)
-        names = _PARAM_NAMES.get(cls)
-        if names is None:
-            names = _PARAM_NAMES[cls] = tuple(cls._get_param_names())
-        key = tuple(getattr(self, n) for n in names)
-        cached = self.__dict__.get("_params_cache")
-        if cached is not None:
-            try:
-                if cached[0] == key:
-                    return cached[1]
-            except (TypeError, ValueError):  # an array-valued parameter: compare by checking again
-                pass
-        params = self._check_params()
-        self._params_cache = (key, params)
+        """:meth:`_check_params`, run again only after a parameter was set (``set_params`` or assignment)."""
+        params = self.__dict__.get("_params_cache")
+        if params is None:
+            params = self._check_params()
+            self.__dict__["_params_cache"] = params
         return params
+
+    def __setattr__(self, name, value):
+        # parameters are the public attributes without a trailing underscore: setting one
+        # (set_params, clone, est.width = 2) drops the validated copy
+        if name[0] != "_" and name[-1] != "_":
+            self.__dict__.pop("_params_cache", None)
+        object.__setattr__(self, name, value)
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state = dict(state) if state is not None else {}
+        state.pop("_params_cache", None)
+        return state
 
     # --------------------------------------------------------------- expansion
     def _reset(self):
-        for name in ("_sv", "_coef", "_ring", "_state", "_offsets", "_calibrator", "_codes", "_feature_keys",
-                     "classes_", "n_features_in_", "feature_names_in_", "width_"):
+        for name in ("_sv", "_coef", "_ring", "_state", "_offsets", "_calibrator", "_codes", "_out_one", "_pending",
+                     "_given_f", "_feature_keys", "_feature_getter", "classes_", "n_features_in_", "feature_names_in_", "width_"):
             if hasattr(self, name):
                 delattr(self, name)
 
@@ -236,7 +260,7 @@ class OnlineKernelEstimator(BaseEstimator):
         first = not hasattr(self, "_state")
         X, y = self._validate_X(X, y, reset=first)
         if first:
-            self._feature_keys = None
+            self._feature_keys = self._feature_getter = None
         if self._is_classifier():
             y = self._encode_labels(y, classes, first)
         if first:
@@ -259,7 +283,7 @@ class OnlineKernelEstimator(BaseEstimator):
         params = self._params()
         self._reset()
         X, y = self._validate_X(X, y, reset=True)
-        self._feature_keys = None
+        self._feature_keys = self._feature_getter = None
         if self._is_classifier():
             y = self._encode_labels(y, classes, True)
         self._start(X, params)
@@ -294,12 +318,39 @@ class OnlineKernelEstimator(BaseEstimator):
         return out
 
     # ------------------------------------------------------------- single rows
+    def _raw_one(self, X):
+        """:meth:`_raw_decision_rows` of one validated row of shape (1, n_features), as a float."""
+        d = self.__dict__
+        out = d.get("_out_one")
+        if out is None:
+            out = d["_out_one"] = np.empty(1)
+        params = self._params()
+        kind, width, degree, coef0, lut = self._kernel_args(params)
+        state = d["_state"]
+        _stream.expansion_decision(X, d["_sv"], d["_coef"], d["_ring"], state[_stream.SCALE], kind, width, degree,
+                                   coef0, lut, out)
+        raw = float(out[0])
+        if self._reuses_f:
+            # learn_one on this same row, next, can skip evaluating the expansion again
+            d["_pending"] = (X.copy(), raw, float(state[_stream.STEPS]), params)
+        return raw
+
+    def _take_given_f(self):
+        """``f_t(x)`` already computed for the row being learnt (see :meth:`_learn_row`), else empty."""
+        given = self.__dict__.pop("_given_f", None)
+        return _stream.EMPTY_F if given is None else given
+
     def _row(self, x):
         """One row (a dict or a 1-D array-like) as a C-contiguous float64 array of shape (1, n_features).
 
         A dict's keys fix the feature order on first sight (or follow
         ``feature_names_in_`` when ``fit`` saw a DataFrame).
         """
+        if type(x) is np.ndarray and x.ndim == 1 and x.dtype == np.float64 and \
+                x.shape[0] == self.__dict__.get("n_features_in_", -1):
+            if not _finite(x):
+                raise ValueError(f"x contains NaN or infinity: {x.tolist()[:10]}")
+            return x.reshape(1, -1)
         if isinstance(x, dict):
             keys = self.__dict__.get("_feature_keys")
             if keys is None:
@@ -314,8 +365,11 @@ class OnlineKernelEstimator(BaseEstimator):
                 missing = sorted(map(str, set(keys) - set(x)))[:5]
                 raise ValueError(f"x must have the {len(keys)} features seen first; missing {missing}, "
                                  f"new {extra}")
+            getter = self.__dict__.get("_feature_getter")
+            if getter is None:
+                getter = self._feature_getter = operator.itemgetter(*keys)
             try:
-                row = np.array([x[k] for k in keys], dtype=np.float64)
+                row = np.array(getter(x), dtype=np.float64).reshape(-1)
             except KeyError as exc:
                 raise ValueError(f"x lacks the feature {exc.args[0]!r} seen in the first rows") from None
             except (TypeError, ValueError):
@@ -340,10 +394,19 @@ class OnlineKernelEstimator(BaseEstimator):
         return row.reshape(1, -1)
 
     def _learn_row(self, X, y, params):
-        """Learn from one validated row (``y`` encoded); starts the model on the first row."""
+        """Learn from one validated row (``y`` encoded); starts the model on the first row.
+
+        When ``predict_one``/``score_one`` just evaluated this row on the current model,
+        its ``f_t(x)`` goes to the stream loop (``f_given``), which then skips evaluating
+        the expansion a second time.
+        """
         if not hasattr(self, "_state"):
             self.n_features_in_ = X.shape[1]
             self._start(X, params)
+        pending = self.__dict__.pop("_pending", None)
+        if (pending is not None and pending[2] == self._state[_stream.STEPS] and pending[3] is params
+                and _same_row(pending[0], X)):
+            self.__dict__["_given_f"] = np.array([pending[1] + self.offset_])
         return self._learn(X, y, params)
 
     def _require_fitted(self):
@@ -511,6 +574,7 @@ class BinaryClassifierMixin(BinaryDecisionMixin):
         return self._codes[y]
 
     def _add_class(self, label):
+        self.__dict__.pop("_pending", None)
         cls = np.unique(np.append(self.classes_, label))
         pos = int(np.searchsorted(cls, label))
         old = self.classes_
@@ -567,14 +631,23 @@ class BinaryClassifierMixin(BinaryDecisionMixin):
     def score_one(self, x):
         """``decision_function`` of one row: a float (binary) or an array of one score per class."""
         self._require_fitted()
-        f = self._decision_rows(self._row(x))
-        return f[0].copy() if f.ndim == 2 else float(f[0])
+        return self._decision_one(self._row(x))
 
     def predict_one(self, x):
         """The predicted label of one row (a dict or a 1-D array)."""
         self._require_fitted()
-        f = self._decision_rows(self._row(x))
-        return self._labels(f)[0].item() if isinstance(self.classes_[0], np.generic) else self._labels(f)[0]
+        f = self._decision_one(self._row(x))
+        cls = self.classes_
+        if isinstance(f, np.ndarray):
+            label = cls[int(np.argmax(f))]
+        elif cls.shape[0] == 1:
+            label = cls[0]
+        else:
+            label = cls[1] if f > 0 else cls[0]
+        return label.item() if isinstance(label, np.generic) else label
+
+    def _decision_one(self, X):
+        return self._raw_one(X) + self.offset_
 
     def predict_proba_one(self, x):
         """``{label: probability}`` for one row, from the online calibration of ``f``."""
@@ -656,6 +729,11 @@ class MulticlassClassifierMixin(BinaryClassifierMixin):
         if self._multiclass():
             return self._raw_decision_rows(X)
         return super()._decision_rows(X)
+
+    def _decision_one(self, X):
+        if self._multiclass():
+            return self._raw_decision_rows(X)[0]
+        return super()._decision_one(X)
 
     def decision_function(self, X):
         """``f(x)``: shape (n_samples,) for two classes (positive for ``classes_[1]``), else
@@ -740,7 +818,7 @@ class RegressionMixin:
     def predict_one(self, x):
         """The prediction ``f(x)`` for one row (a dict or a 1-D array), a float."""
         self._require_fitted()
-        return float(self._raw_decision_rows(self._row(x))[0] + self.offset_)
+        return self._raw_one(self._row(x)) + self.offset_
 
     score_one = predict_one
 
@@ -807,7 +885,7 @@ class OneClassMixin:
     def score_one(self, x):
         """``decision_function`` of one row: positive = normal, negative = novelty."""
         self._require_fitted()
-        return float(self._raw_decision_rows(self._row(x))[0] - self.offset_)
+        return self._raw_one(self._row(x)) - self.offset_
 
     def predict_one(self, x):
         """+1 (normal) or -1 (novelty) for one row."""

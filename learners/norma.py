@@ -130,6 +130,8 @@ class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
         Margin in force: learnt for ``loss="nu"``, ``margin`` for hinge, 0 for the perceptron.""" + _FITTED_DOC + """
     """
 
+    _reuses_f = True
+
     def __init__(self, *, loss="hinge", kernel="gaussian", width="scale", degree=3, coef0=1.0, eta=0.1,
                  learning_rate="constant", lam=0.01, margin=1.0, nu=0.5, fit_intercept=True,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
@@ -166,13 +168,14 @@ class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
         if p["loss"] == "nu":
             _stream.norma_nu_classification_fit_stream(
                 X, y, self._sv, self._coef, self._ring, self._state, p["eta"], p["invsqrt"], p["lam"], p["nu"],
-                p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out)
+                p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out, self._take_given_f())
         else:
             perceptron = p["loss"] == "perceptron"
             margin = 0.0 if perceptron else p["margin"]
             _stream.norma_classification_fit_stream(
                 X, y, self._sv, self._coef, self._ring, self._state, p["eta"], p["invsqrt"], p["lam"], margin,
-                not perceptron, p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out)
+                not perceptron, p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out,
+                self._take_given_f())
 
     def _check_ovr_params(self, p):
         super()._check_ovr_params(p)
@@ -233,6 +236,8 @@ class NORMARegressor(RegressionMixin, RegressorMixin, _NORMABase):
         Huber threshold in force (learnt by ``"adaptive_huber"``).""" + _FITTED_DOC + """
     """
 
+    _reuses_f = True
+
     def __init__(self, *, loss="squared", kernel="gaussian", width="scale", degree=3, coef0=1.0, eta=0.1,
                  learning_rate="constant", lam=0.01, epsilon=0.1, sigma=1.0, nu=0.5, fit_intercept=True,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
@@ -271,7 +276,7 @@ class NORMARegressor(RegressionMixin, RegressorMixin, _NORMABase):
         kind, width, degree, coef0, lut = self._kernel_args(p)
         _stream.norma_regression_fit_stream(
             X, y, self._sv, self._coef, self._ring, self._state, p["eta"], p["invsqrt"], p["lam"], p["loss"],
-            p["nu"], p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out)
+            p["nu"], p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out, self._take_given_f())
 
     def _publish_state(self, p):
         super()._publish_state(p)

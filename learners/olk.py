@@ -113,6 +113,8 @@ class OLKClassifier(MulticlassClassifierMixin, ClassifierMixin, _OLKBase):
     [0, 1]
     """
 
+    _reuses_f = True
+
     def __init__(self, *, kernel="gaussian", width="scale", degree=3, coef0=1.0, C=2.0, r=0.001,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
         self.kernel = kernel
@@ -133,7 +135,7 @@ class OLKClassifier(MulticlassClassifierMixin, ClassifierMixin, _OLKBase):
     def _run_stream(self, X, y, p, f_out):
         kind, width, degree, coef0, lut = self._kernel_args(p)
         _stream.olk_c_fit_stream(X, y, self._sv, self._coef, self._ring, self._state, p["r"], p["C"], kind, width,
-                                 degree, coef0, lut, p["sv_threshold"], f_out)
+                                 degree, coef0, lut, p["sv_threshold"], f_out, self._take_given_f())
 
     def _run_ovr_stream(self, X, y, p, f_out):
         kind, width, degree, coef0, lut = self._kernel_args(p)
@@ -170,6 +172,8 @@ class OLKRegressor(RegressionMixin, RegressorMixin, _OLKBase):
         Constant term of ``f``: always 0.""" + _FITTED_DOC + """
     """
 
+    _reuses_f = True
+
     def __init__(self, *, kernel="gaussian", width="scale", degree=3, coef0=1.0, C=1.0, r=0.001, epsilon=0.1,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
         self.kernel = kernel
@@ -192,7 +196,7 @@ class OLKRegressor(RegressionMixin, RegressorMixin, _OLKBase):
     def _run_stream(self, X, y, p, f_out):
         kind, width, degree, coef0, lut = self._kernel_args(p)
         _stream.olk_r_fit_stream(X, y, self._sv, self._coef, self._ring, self._state, p["r"], p["C"], p["epsilon"],
-                                 kind, width, degree, coef0, lut, p["sv_threshold"], f_out)
+                                 kind, width, degree, coef0, lut, p["sv_threshold"], f_out, self._take_given_f())
 
     def _publish_state(self, params):
         super()._publish_state(params)
