@@ -15,12 +15,11 @@ The expansion never holds more than ``M`` terms.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from sklearn.base import ClassifierMixin
 
-from learners._base import BinaryDecisionMixin
+from learners._base import DEFAULT_BUDGET, BinaryDecisionMixin
+from learners._validation import check_int, check_real
 from learners.baselines._common import (
     BinaryLabels,
     KernelExpansionEstimator,
@@ -39,8 +38,9 @@ class BudgetOnlineSVM(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEstim
     budget : int or None, default=None
         ``M``, the largest number of support vectors kept (>= 1); None: unbounded.
     kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
-    width : float, default=1.0
-        Kernel width ``p`` (Gaussian ``exp(-||x-y||^2/p^2)``).
+    width : float or "scale", default="scale"
+        Kernel width ``p`` (Gaussian ``exp(-||x-y||^2/p^2)``); ``"scale"``: from the first
+        batch, ``sqrt(n_features * X.var())`` (fitted ``width_``), as the main estimators.
     degree : float, default=3.0
     coef0 : float, default=1.0
 
@@ -65,7 +65,7 @@ class BudgetOnlineSVM(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEstim
 
     _state = KernelExpansionEstimator._state + ("margins_", "n_removed_")
 
-    def __init__(self, beta=0.0, budget=None, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0):
+    def __init__(self, *, beta=0.0, budget=None, kernel="gaussian", width="scale", degree=3.0, coef0=1.0):
         self.beta = beta
         self.budget = budget
         self.kernel = kernel
@@ -74,12 +74,8 @@ class BudgetOnlineSVM(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEstim
         self.coef0 = coef0
 
     def _validate_params(self):
-        if not (isinstance(self.beta, numbers.Real) and np.isfinite(self.beta) and self.beta >= 0):
-            raise ValueError(f"beta must be >= 0, got {self.beta!r}")
-        if self.budget is not None and not (
-            isinstance(self.budget, numbers.Integral) and not isinstance(self.budget, bool) and self.budget >= 1
-        ):
-            raise ValueError(f"budget must be an integer >= 1 or None, got {self.budget!r}")
+        check_real("beta", self.beta, low=0.0)
+        check_int("budget", self.budget, low=1, allow_none=True)
 
     def partial_fit(self, X, y, classes=None):
         """One online pass over ``(X, y)`` in order."""
@@ -87,7 +83,7 @@ class BudgetOnlineSVM(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEstim
         X, y = check_Xy(self, X, y, reset=first, classifier=True)
         if first:
             self._start(X)
-            self.classes_ = BinaryLabels.init_classes(y, classes)
+            self.classes_ = BinaryLabels.init_classes(y, classes, type(self).__name__)
             self.n_mistakes_ = 0
             self.n_removed_ = 0
             # margins_[m] = y(x_m): the current output at each support vector

@@ -18,12 +18,12 @@ from __future__ import annotations
 from sklearn.base import ClassifierMixin, RegressorMixin
 
 from learners._base import BinaryDecisionMixin
+from learners._validation import check_real
 from learners.baselines._common import (
     BinaryLabels,
     KernelExpansionEstimator,
     check_X,
     check_Xy,
-    check_positive,
 )
 
 
@@ -33,8 +33,9 @@ class KernelPerceptron(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEsti
     Parameters
     ----------
     kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
-    width : float, default=1.0
-        Kernel width ``p`` (Gaussian ``exp(-||x-y||^2/p^2)``).
+    width : float or "scale", default="scale"
+        Kernel width ``p`` (Gaussian ``exp(-||x-y||^2/p^2)``); ``"scale"``: from the first
+        batch, ``sqrt(n_features * X.var())`` (fitted ``width_``), as the main estimators.
     degree : float, default=3.0
         Polynomial degree.
     coef0 : float, default=1.0
@@ -60,7 +61,7 @@ class KernelPerceptron(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEsti
         Online mistakes (``y f(x) <= 0`` before the update).
     """
 
-    def __init__(self, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0, eta=1.0):
+    def __init__(self, *, kernel="gaussian", width="scale", degree=3.0, coef0=1.0, eta=1.0):
         self.kernel = kernel
         self.width = width
         self.degree = degree
@@ -68,7 +69,7 @@ class KernelPerceptron(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEsti
         self.eta = eta
 
     def _validate_params(self):
-        check_positive("eta", self.eta)
+        check_real("eta", self.eta, low=0.0, low_open=True)
 
     def partial_fit(self, X, y, classes=None):
         """One online pass over ``(X, y)`` in order."""
@@ -76,7 +77,7 @@ class KernelPerceptron(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEsti
         X, y = check_Xy(self, X, y, reset=first, classifier=True)
         if first:
             self._start(X)
-            self.classes_ = BinaryLabels.init_classes(y, classes)
+            self.classes_ = BinaryLabels.init_classes(y, classes, type(self).__name__)
             self.n_mistakes_ = 0
         ys = BinaryLabels.to_signed(y, self.classes_)
         ex = self.expansion_
@@ -107,8 +108,8 @@ class KernelPerceptronRegressor(RegressorMixin, KernelExpansionEstimator):
     Parameters
     ----------
     kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
-    width : float, default=1.0
-        Kernel width ``p``.
+    width : float or "scale", default="scale"
+        Kernel width ``p``; ``"scale"``: from the first batch (fitted ``width_``).
     degree : float, default=3.0
     coef0 : float, default=1.0
     eta : float, default=0.5
@@ -125,7 +126,7 @@ class KernelPerceptronRegressor(RegressorMixin, KernelExpansionEstimator):
         Samples processed so far.
     """
 
-    def __init__(self, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0, eta=0.5):
+    def __init__(self, *, kernel="gaussian", width="scale", degree=3.0, coef0=1.0, eta=0.5):
         self.kernel = kernel
         self.width = width
         self.degree = degree
@@ -133,7 +134,7 @@ class KernelPerceptronRegressor(RegressorMixin, KernelExpansionEstimator):
         self.eta = eta
 
     def _validate_params(self):
-        check_positive("eta", self.eta)
+        check_real("eta", self.eta, low=0.0, low_open=True)
 
     def partial_fit(self, X, y):
         """One online pass over ``(X, y)`` in order."""

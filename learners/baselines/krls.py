@@ -24,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import RegressorMixin
 
-from learners.baselines._common import KernelExpansionEstimator, check_positive, check_Xy
+from learners._validation import check_real
+from learners.baselines._common import KernelExpansionEstimator, check_Xy
 
 
 class KRLS(RegressorMixin, KernelExpansionEstimator):
@@ -35,8 +36,9 @@ class KRLS(RegressorMixin, KernelExpansionEstimator):
     nu : float, default=0.001
         ALD threshold (>= 0); the OLK paper's Example 2 uses 0.001.
     kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
-    width : float, default=1.0
-        Kernel width ``p`` (Gaussian ``exp(-||x-y||^2/p^2)``).
+    width : float or "scale", default="scale"
+        Kernel width ``p`` (Gaussian ``exp(-||x-y||^2/p^2)``); ``"scale"``: from the first
+        batch, ``sqrt(n_features * X.var())`` (fitted ``width_``), as the main estimators.
     degree : float, default=3.0
     coef0 : float, default=1.0
 
@@ -61,7 +63,7 @@ class KRLS(RegressorMixin, KernelExpansionEstimator):
 
     _state = KernelExpansionEstimator._state + ("gram_inv_", "projection_", "dictionary_sizes_")
 
-    def __init__(self, nu=0.001, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0):
+    def __init__(self, *, nu=0.001, kernel="gaussian", width="scale", degree=3.0, coef0=1.0):
         self.nu = nu
         self.kernel = kernel
         self.width = width
@@ -69,7 +71,7 @@ class KRLS(RegressorMixin, KernelExpansionEstimator):
         self.coef0 = coef0
 
     def _validate_params(self):
-        check_positive("nu", self.nu, allow_zero=True)
+        check_real("nu", self.nu, low=0.0)
 
     def partial_fit(self, X, y):
         """One online pass over ``(X, y)`` in order."""

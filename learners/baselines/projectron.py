@@ -18,12 +18,12 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 
 from learners._base import BinaryDecisionMixin
+from learners._validation import check_real
 from learners.baselines._common import (
     BinaryLabels,
     KernelExpansionEstimator,
     check_X,
     check_Xy,
-    check_positive,
 )
 
 
@@ -36,8 +36,9 @@ class Projectron(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEstimator)
         Projection threshold (>= 0) on the distance ``delta`` of ``k(x, .)`` from
         the span of the support set.
     kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
-    width : float, default=1.0
-        Kernel width ``p`` (Gaussian ``exp(-||x-y||^2/p^2)``).
+    width : float or "scale", default="scale"
+        Kernel width ``p`` (Gaussian ``exp(-||x-y||^2/p^2)``); ``"scale"``: from the first
+        batch, ``sqrt(n_features * X.var())`` (fitted ``width_``), as the main estimators.
     degree : float, default=3.0
     coef0 : float, default=1.0
 
@@ -61,7 +62,7 @@ class Projectron(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEstimator)
 
     _state = KernelExpansionEstimator._state + ("gram_inv_", "n_projections_")
 
-    def __init__(self, eta=0.1, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0):
+    def __init__(self, *, eta=0.1, kernel="gaussian", width="scale", degree=3.0, coef0=1.0):
         self.eta = eta
         self.kernel = kernel
         self.width = width
@@ -69,7 +70,7 @@ class Projectron(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEstimator)
         self.coef0 = coef0
 
     def _validate_params(self):
-        check_positive("eta", self.eta, allow_zero=True)
+        check_real("eta", self.eta, low=0.0)
 
     def partial_fit(self, X, y, classes=None):
         """One online pass over ``(X, y)`` in order."""
@@ -77,7 +78,7 @@ class Projectron(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEstimator)
         X, y = check_Xy(self, X, y, reset=first, classifier=True)
         if first:
             self._start(X)
-            self.classes_ = BinaryLabels.init_classes(y, classes)
+            self.classes_ = BinaryLabels.init_classes(y, classes, type(self).__name__)
             self.n_mistakes_ = 0
             self.n_projections_ = 0
             self.gram_inv_ = np.zeros((0, 0))
