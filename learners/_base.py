@@ -72,10 +72,13 @@ def _same_row(a, b):
 
 def scale_width(X):
     """``width="scale"``: ``sqrt(n_features * X.var())``, scikit-learn's ``gamma="scale"``
-    (``gamma = 1 / (n_features X.var())``) for ``k = exp(-||x - y||^2 / width^2)``; 1 when
-    ``X`` is constant."""
+    (``gamma = 1 / (n_features X.var())``) for ``k = exp(-||x - y||^2 / width^2)``.
+
+    When ``X`` is constant (a single standardised row is all zeros) the features are
+    taken as unit-variance: ``sqrt(n_features)`` (scikit-learn takes ``gamma = 1``).
+    """
     var = float(np.var(X))
-    return math.sqrt(X.shape[1] * var) if var > 0.0 else 1.0
+    return math.sqrt(X.shape[1] * (var if var > 0.0 else 1.0))
 
 
 def binary_classes(y, classes, name):
@@ -176,7 +179,8 @@ class OnlineKernelEstimator(BaseEstimator):
     # --------------------------------------------------------------- expansion
     def _reset(self):
         for name in ("_sv", "_coef", "_ring", "_state", "_offsets", "_calibrator", "_codes", "_out_one", "_pending",
-                     "_given_f", "_feature_keys", "_feature_getter", "classes_", "n_features_in_", "feature_names_in_", "width_"):
+                     "_given_f", "_feature_keys", "_feature_getter", "classes_", "n_features_in_",
+                     "feature_names_in_", "width_"):
             if hasattr(self, name):
                 delattr(self, name)
 

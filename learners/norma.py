@@ -109,7 +109,7 @@ class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
 
     Parameters
     ----------
-    kernel, width, degree, coef0, eta, learning_rate, lam, budget, sv_threshold, n_passes, shuffle, random_state
+    kernel, width, degree, coef0, learning_rate, budget, sv_threshold, n_passes, shuffle, random_state
         See :mod:`learners.norma`.
     loss : {"hinge", "nu", "perceptron"}, default "hinge"
     margin : float >= 0, default 1.0
@@ -117,8 +117,17 @@ class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
         ``loss="nu"``; unused by the perceptron.
     nu : float in (0, 1], default 0.5
         ``loss="nu"`` only: target fraction of margin errors.
-    fit_intercept : bool, default True
+    eta : float > 0, default 1.0
+        Step size: each margin error adds the term ``eta y k(x, .)`` (see :mod:`learners.norma`).
+    lam : float >= 0, default 0.001
+        Regularisation: old terms shrink by ``1 - eta lam`` per row (halving after ~690 rows).
+    fit_intercept : bool, default False
         Learn the offset ``b`` (updated by ``eta_t y`` on every added term, not regularised).
+        Off by default: the offset moves by ``eta`` on every margin error and is never
+        shrunk, while with a Gaussian kernel in a few dimensions the kernel values
+        between distinct points are small, so ``b`` can swamp ``f`` (measured with
+        ``learners-bench streams``: 1 to 10 points of prequential accuracy lost on every
+        stream but Phishing; see docs/learners.md).
 
     Attributes
     ----------
@@ -132,8 +141,8 @@ class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
 
     _reuses_f = True
 
-    def __init__(self, *, loss="hinge", kernel="gaussian", width="scale", degree=3, coef0=1.0, eta=0.1,
-                 learning_rate="constant", lam=0.01, margin=1.0, nu=0.5, fit_intercept=True,
+    def __init__(self, *, loss="hinge", kernel="gaussian", width="scale", degree=3, coef0=1.0, eta=1.0,
+                 learning_rate="constant", lam=0.001, margin=1.0, nu=0.5, fit_intercept=False,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
         self.loss = loss
         self.kernel = kernel

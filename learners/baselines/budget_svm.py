@@ -33,10 +33,12 @@ class BudgetOnlineSVM(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEstim
 
     Parameters
     ----------
-    beta : float, default=0.0
-        Add the example when ``t y(x) <= beta`` (``beta >= 0``).
-    budget : int or None, default=None
-        ``M``, the largest number of support vectors kept (>= 1); None: unbounded.
+    beta : float, default=1.0
+        Add the example when ``t y(x) <= beta`` (``beta >= 0``): the margin that makes it
+        an SVM rather than a perceptron (``beta = 0``).
+    budget : int or None, default=512
+        ``M``, the largest number of support vectors kept (>= 1), as the other
+        estimators' ``budget``; None: unbounded.
     kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
     width : float or "scale", default="scale"
         Kernel width ``p`` (Gaussian ``exp(-||x-y||^2/p^2)``); ``"scale"``: from the first
@@ -65,7 +67,7 @@ class BudgetOnlineSVM(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEstim
 
     _state = KernelExpansionEstimator._state + ("margins_", "n_removed_")
 
-    def __init__(self, *, beta=0.0, budget=None, kernel="gaussian", width="scale", degree=3.0, coef0=1.0):
+    def __init__(self, *, beta=1.0, budget=DEFAULT_BUDGET, kernel="gaussian", width="scale", degree=3.0, coef0=1.0):
         self.beta = beta
         self.budget = budget
         self.kernel = kernel

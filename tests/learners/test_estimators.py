@@ -109,7 +109,8 @@ def _eta_t(eta, lr, t):
 def test_norma_classifier_stream_matches_reference(loss, lr):
     X, y, _ = _data(4)
     eta, lam, margin, nu = 0.3, 0.05, 0.8, 0.3
-    est = _feed(NORMAClassifier(width=1.0, loss=loss, eta=eta, lam=lam, margin=margin, nu=nu, learning_rate=lr, budget=60),
+    est = _feed(NORMAClassifier(width=1.0, loss=loss, eta=eta, lam=lam, margin=margin, nu=nu, learning_rate=lr,
+                                budget=60, fit_intercept=True),
                 X, y, classes=[0, 1])
     exp = ref.Expansion(budget=60)
     rho = margin
