@@ -558,6 +558,8 @@ class BinaryClassifierMixin(BinaryDecisionMixin):
     def _code_one(self, y):
         """Encode one label for :meth:`learn_one`, taking a new class in (river's way)."""
         codes = self.__dict__.get("_codes")
+        if codes is None and hasattr(self, "classes_"):
+            codes = self._codes = self._label_codes()
         if codes is not None:
             code = codes.get(y)
             if code is not None:
@@ -569,13 +571,16 @@ class BinaryClassifierMixin(BinaryDecisionMixin):
             self._calibrator = _calibration.new_calibrator()
         else:
             self._add_class(y)
+        self._codes = self._label_codes()
+        return self._codes[y]
+
+    def _label_codes(self):
+        """``{label: code}``: -1/+1 for up to two classes, the class index for more."""
         cls = self.classes_
         if cls.shape[0] <= 2:
-            self._codes = {c.item() if isinstance(c, np.generic) else c: (1.0 if i == 1 else -1.0)
-                           for i, c in enumerate(cls)}
-        else:
-            self._codes = {c.item() if isinstance(c, np.generic) else c: i for i, c in enumerate(cls)}
-        return self._codes[y]
+            return {c.item() if isinstance(c, np.generic) else c: (1.0 if i == 1 else -1.0)
+                    for i, c in enumerate(cls)}
+        return {c.item() if isinstance(c, np.generic) else c: i for i, c in enumerate(cls)}
 
     def _add_class(self, label):
         self.__dict__.pop("_pending", None)

@@ -30,7 +30,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("learners.river needs river: pip install 'olk-bgsub[river]' (or pip install river)") from exc
 
 import numpy as np
-from sklearn.base import clone, is_classifier, is_outlier_detector, is_regressor
+from sklearn.base import BaseEstimator, clone, is_classifier, is_outlier_detector, is_regressor
 
 __all__ = ["RiverClassifier", "RiverRegressor", "RiverAnomalyDetector", "to_river"]
 
@@ -74,11 +74,6 @@ class _Adapter:
         if hasattr(self.model_, "score_one"):
             return self.model_.score_one(x)
         return self.model_.decision_function(self._array(x))[0]
-
-    @property
-    def _multiclass(self):
-        tags = self.model_.__sklearn_tags__()
-        return bool(getattr(tags.classifier_tags, "multi_class", False))
 
 
 class RiverClassifier(_Adapter, _river_base.Classifier):
@@ -153,6 +148,9 @@ class RiverAnomalyDetector(_Adapter, _river_base.AnomalyDetector):
 
 def to_river(estimator, classes=None):
     """The river adapter that fits ``estimator``: classifier, regressor or anomaly detector."""
+    if not isinstance(estimator, BaseEstimator):
+        raise TypeError(f"to_river takes a classifier, regressor or novelty detector of learners, "
+                        f"got {type(estimator).__name__}")
     if is_classifier(estimator):
         return RiverClassifier(estimator, classes=classes)
     if is_regressor(estimator):
