@@ -12,7 +12,10 @@ are shared because every learner decays alike. With ``K = 2`` the two learners
 are exact mirrors (``f_0 = -f_1``), which is why two classes use the binary
 loops of :mod:`learners._stream` instead.
 
-``f_out[i, k]`` receives ``f_k`` at row ``i`` before learning from it.
+``f_out[i, k]`` receives ``f_k`` at row ``i`` before learning from it. The ring
+bookkeeping is :func:`learners.expansion.expansion_push` and
+:func:`learners._stream.settle_scale`, given the 2-D ``coef`` (a slot's row of
+coefficients moves as one).
 
 This module imports only numpy, numba and the numba core.
 """
@@ -20,8 +23,8 @@ This module imports only numpy, numba and the numba core.
 import numpy as np
 from numba import njit
 
-from learners._stream import OFFSET, SCALE, STEPS, step_size
-from learners.expansion import SCALE_MAX, SCALE_MIN
+from learners._stream import OFFSET, SCALE, STEPS, settle_scale, step_size
+from learners.expansion import expansion_push
 from learners.kernels import kernel_value, self_kernel
 from learners.steps import norma_decay, norma_hinge_alpha, olk_c_multiplier, olk_decay
 
@@ -52,38 +55,6 @@ def ovr_decision(X, sv, coef, ring, scale, offsets, kind, width, degree, coef0, 
 
 
 @njit(cache=True)
-def ovr_push(x, values, sv, coef, ring):
-    """Append the point ``x`` with the stored coefficients ``values`` (K,); a full ring drops its oldest."""
-    B = sv.shape[0]
-    start = ring[0]
-    count = ring[1]
-    if count < B:
-        slot = start + count
-        if slot >= B:
-            slot -= B
-        ring[1] = count + 1
-    else:
-        slot = start
-        ring[0] = start + 1 if start + 1 < B else 0
-    sv[slot, :] = x
-    coef[slot, :] = values
-
-
-@njit(cache=True)
-def ovr_settle_scale(coef, ring, scale):
-    """``scale``, or 1 after folding it into the live coefficients when it left the safe range."""
-    if SCALE_MIN <= scale <= SCALE_MAX:
-        return scale
-    B = coef.shape[0]
-    for j in range(ring[1]):
-        slot = ring[0] + j
-        if slot >= B:
-            slot -= B
-        coef[slot, :] *= scale
-    return 1.0
-
-
-@njit(cache=True)
 def olk_c_ovr_fit_stream(X, y, sv, coef, ring, state, offsets, r, C, kind, width, degree, coef0, lut, f_out):
     """OLK_C one-vs-rest over the rows of ``X``; ``y`` holds class indices 0..K-1."""
     K = coef.shape[1]
@@ -103,8 +74,8 @@ def olk_c_ovr_fit_stream(X, y, sv, coef, ring, state, offsets, r, C, kind, width
             values[k] = a * yk / (1.0 + r) / new_scale
             grow = grow or a > 0.0
         if grow:
-            ovr_push(x, values, sv, coef, ring)
-        scale = ovr_settle_scale(coef, ring, new_scale)
+            expansion_push(x, values, sv, coef, ring)
+        scale = settle_scale(coef, ring, new_scale)
     state[SCALE] = scale
     state[STEPS] += X.shape[0]
 
@@ -134,8 +105,8 @@ def norma_ovr_fit_stream(X, y, sv, coef, ring, state, offsets, eta, invsqrt, lam
                 if use_offset:
                     offsets[k] += alpha
         if grow:
-            ovr_push(x, values, sv, coef, ring)
-        scale = ovr_settle_scale(coef, ring, new_scale)
+            expansion_push(x, values, sv, coef, ring)
+        scale = settle_scale(coef, ring, new_scale)
     state[SCALE] = scale
     state[OFFSET] = 0.0
     state[STEPS] = t

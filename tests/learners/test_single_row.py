@@ -198,3 +198,19 @@ def test_width_scale_follows_the_first_batch():
     one = OLKClassifier()
     one.learn_one({"a": 0.0, "b": 0.0}, 1)
     assert one.width_ == pytest.approx(np.sqrt(2))
+
+
+@pytest.mark.parametrize("cls,kw", [(OLKClassifier, dict(C=1.0, r=0.2)),
+                                    (NORMAClassifier, dict(eta=0.5, lam=0.5, fit_intercept=True))])
+def test_one_vs_rest_equals_one_binary_learner_per_class(cls, kw):
+    # budget=None: a class's zero coefficients on the shared points change nothing, so each
+    # class's f_k is exactly the binary learner of "k against the rest"; r=0.2 / eta*lam=0.25
+    # make the shared scale renormalise within the stream
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(200, 2))
+    y = np.argmax(np.column_stack([X[:, 0], X[:, 1], -X.sum(axis=1)]), axis=1)
+    multi = cls(width=1.0, budget=None, **kw).partial_fit(X, y, classes=[0, 1, 2])
+    for k in range(3):
+        binary = cls(width=1.0, budget=None, **kw).partial_fit(X, (y == k).astype(int), classes=[0, 1])
+        np.testing.assert_allclose(multi.decision_function(X[:30])[:, k], binary.decision_function(X[:30]),
+                                   rtol=1e-9, atol=1e-12)
