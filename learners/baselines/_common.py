@@ -163,6 +163,22 @@ class KernelExpansionEstimator(BaseEstimator):
     def _validate_params(self):
         pass
 
+    def _begin(self, X, y, classes=None, *, classifier):
+        """Check a batch; the first one starts the model (and, for a classifier, its classes).
+
+        Returns ``(X, targets, first)``: targets as -1/+1 for a classifier.
+        """
+        first = not hasattr(self, "expansion_")
+        X, y = check_Xy(self, X, y, reset=first, classifier=classifier)
+        if first:
+            self._start(X)
+            if classifier:
+                self.classes_ = BinaryLabels.init_classes(y, classes, type(self).__name__)
+                self.n_mistakes_ = 0
+        if classifier:
+            y = BinaryLabels.to_signed(y, self.classes_)
+        return X, y, first
+
     def _raw_decision(self, X):
         check_is_fitted(self, "expansion_")
         return self.expansion_.evaluate(check_X(self, X, reset=False))
@@ -184,3 +200,29 @@ class KernelExpansionEstimator(BaseEstimator):
         """int: number of stored terms."""
         check_is_fitted(self, "expansion_")
         return len(self.expansion_)
+
+
+class OnlineBinaryBaseline(KernelExpansionEstimator):
+    """``fit`` (start afresh, one pass) and ``decision_function`` of the online kernel classifiers."""
+
+    def fit(self, X, y, classes=None):
+        """Start afresh and make one online pass over ``(X, y)``."""
+        self._reset()
+        return self.partial_fit(X, y, classes=classes)
+
+    def decision_function(self, X):
+        """``f(x)``, shape ``(n_samples,)``; positive means ``classes_[1]``."""
+        return self._raw_decision(X)
+
+
+class OnlineRegressionBaseline(KernelExpansionEstimator):
+    """``fit`` (start afresh, one pass) and ``predict`` of the online kernel regressors."""
+
+    def fit(self, X, y):
+        """Start afresh and make one online pass over ``(X, y)``."""
+        self._reset()
+        return self.partial_fit(X, y)
+
+    def predict(self, X):
+        """``f(x)``, shape ``(n_samples,)``."""
+        return self._raw_decision(X)

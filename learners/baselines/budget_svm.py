@@ -20,15 +20,10 @@ from sklearn.base import ClassifierMixin
 
 from learners._base import DEFAULT_BUDGET, BinaryDecisionMixin
 from learners._validation import check_int, check_real
-from learners.baselines._common import (
-    BinaryLabels,
-    KernelExpansionEstimator,
-    check_X,
-    check_Xy,
-)
+from learners.baselines._common import OnlineBinaryBaseline
 
 
-class BudgetOnlineSVM(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEstimator):
+class BudgetOnlineSVM(BinaryDecisionMixin, ClassifierMixin, OnlineBinaryBaseline):
     """Online kernel classifier with a margin ``beta`` and at most ``budget`` support vectors.
 
     Parameters
@@ -39,12 +34,10 @@ class BudgetOnlineSVM(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEstim
     budget : int or None, default=512
         ``M``, the largest number of support vectors kept (>= 1), as the other
         estimators' ``budget``; None: unbounded.
-    kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
-    width : float or "scale", default="scale"
-        Kernel width ``p`` (Gaussian ``exp(-||x-y||^2/p^2)``); ``"scale"``: from the first
-        batch, ``sqrt(n_features * X.var())`` (fitted ``width_``), as the main estimators.
-    degree : float, default=3.0
-    coef0 : float, default=1.0
+    kernel, width, degree, coef0
+        The kernel, as the main estimators' (:mod:`learners.olk`): ``"gaussian"``
+        ``exp(-||x-y||^2/width^2)`` by default, ``width="scale"`` (fitted ``width_``),
+        ``degree=3.0``, ``coef0=1.0``.
 
     Attributes
     ----------
@@ -65,7 +58,7 @@ class BudgetOnlineSVM(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEstim
         Support vectors removed to keep the budget.
     """
 
-    _state = KernelExpansionEstimator._state + ("margins_", "n_removed_")
+    _state = OnlineBinaryBaseline._state + ("margins_", "n_removed_")
 
     def __init__(self, *, beta=1.0, budget=DEFAULT_BUDGET, kernel="gaussian", width="scale", degree=3.0, coef0=1.0):
         self.beta = beta
@@ -81,16 +74,11 @@ class BudgetOnlineSVM(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEstim
 
     def partial_fit(self, X, y, classes=None):
         """One online pass over ``(X, y)`` in order."""
-        first = not hasattr(self, "expansion_")
-        X, y = check_Xy(self, X, y, reset=first, classifier=True)
+        X, ts, first = self._begin(X, y, classes, classifier=True)
         if first:
-            self._start(X)
-            self.classes_ = BinaryLabels.init_classes(y, classes, type(self).__name__)
-            self.n_mistakes_ = 0
             self.n_removed_ = 0
             # margins_[m] = y(x_m): the current output at each support vector
             self.margins_ = np.empty(0)
-        ts = BinaryLabels.to_signed(y, self.classes_)
         ex = self.expansion_
         for x, t in zip(X, ts):
             self.n_seen_ += 1
@@ -117,12 +105,3 @@ class BudgetOnlineSVM(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEstim
     @property
     def _normalised(self):
         return self.kernel in ("gaussian", "laplacian")
-
-    def fit(self, X, y, classes=None):
-        """Start afresh and make one online pass over ``(X, y)``."""
-        self._reset()
-        return self.partial_fit(X, y, classes=classes)
-
-    def decision_function(self, X):
-        """``y(x)``, shape ``(n_samples,)``; positive means ``classes_[1]``."""
-        return self._raw_decision(X)

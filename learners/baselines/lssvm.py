@@ -30,12 +30,10 @@ class LSSVM(RegressorMixin, BaseEstimator):
     ----------
     C : float, default=10.0
         Weight of the squared errors (> 0); larger fits the data more closely.
-    kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
-    width : float or "scale", default="scale"
-        Kernel width ``p`` (Gaussian ``exp(-||x-y||^2/p^2)``); ``"scale"``: from the first
-        batch, ``sqrt(n_features * X.var())`` (fitted ``width_``), as the main estimators.
-    degree : float, default=3.0
-    coef0 : float, default=1.0
+    kernel, width, degree, coef0
+        The kernel, as the main estimators' (:mod:`learners.olk`): ``"gaussian"``
+        ``exp(-||x-y||^2/width^2)`` by default, ``width="scale"`` (fitted ``width_``),
+        ``degree=3.0``, ``coef0=1.0``.
 
     Attributes
     ----------

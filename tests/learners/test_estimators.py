@@ -9,14 +9,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
-from learners import (
-    NORMAClassifier,
-    NORMAOneClass,
-    NORMARegressor,
-    OLKClassifier,
-    OLKOneClass,
-    OLKRegressor,
-)
+from learners import NORMAClassifier, NORMAOneClass, NORMARegressor, OLKClassifier, OLKOneClass, OLKRegressor
 from tests.learners import _reference as ref
 
 ALL = [NORMAClassifier, NORMARegressor, NORMAOneClass, OLKClassifier, OLKRegressor, OLKOneClass]

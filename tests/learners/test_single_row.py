@@ -7,14 +7,7 @@ import pytest
 from sklearn.exceptions import NotFittedError
 from sklearn.multiclass import OneVsRestClassifier
 
-from learners import (
-    NORMAClassifier,
-    NORMAOneClass,
-    NORMARegressor,
-    OLKClassifier,
-    OLKOneClass,
-    OLKRegressor,
-)
+from learners import NORMAClassifier, NORMAOneClass, NORMARegressor, OLKClassifier, OLKOneClass, OLKRegressor
 from learners._base import scale_width
 
 

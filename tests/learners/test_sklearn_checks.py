@@ -26,14 +26,7 @@ if tuple(int(p) for p in sklearn.__version__.split(".")[:2]) < (1, 8):
     pytest.skip("the estimator checks use parametrize_with_checks(expected_failed_checks=, xfail_strict=) "
                 "of scikit-learn >= 1.8", allow_module_level=True)
 
-from learners import (
-    NORMAClassifier,
-    NORMAOneClass,
-    NORMARegressor,
-    OLKClassifier,
-    OLKOneClass,
-    OLKRegressor,
-)
+from learners import NORMAClassifier, NORMAOneClass, NORMARegressor, OLKClassifier, OLKOneClass, OLKRegressor
 
 EXPECTED_FAILURES = {
     "NORMARegressor": {
