@@ -34,10 +34,7 @@ class BudgetOnlineSVM(BinaryDecisionMixin, ClassifierMixin, OnlineBinaryBaseline
     budget : int or None, default=512
         ``M``, the largest number of support vectors kept (>= 1), as the other
         estimators' ``budget``; None: unbounded.
-    kernel, width, degree, coef0
-        The kernel, as the main estimators' (:mod:`learners.olk`): ``"gaussian"``
-        ``exp(-||x-y||^2/width^2)`` by default, ``width="scale"`` (fitted ``width_``),
-        ``degree=3.0``, ``coef0=1.0``.
+    kernel, width, degree, coef0 : as :mod:`learners.olk`'s (``width="scale"``, fitted ``width_``)
 
     Attributes
     ----------

@@ -27,10 +27,7 @@ class KernelPerceptron(BinaryDecisionMixin, ClassifierMixin, OnlineBinaryBaselin
 
     Parameters
     ----------
-    kernel, width, degree, coef0
-        The kernel, as the main estimators' (:mod:`learners.olk`): ``"gaussian"``
-        ``exp(-||x-y||^2/width^2)`` by default, ``width="scale"`` (fitted ``width_``),
-        ``degree=3.0``, ``coef0=1.0``.
+    kernel, width, degree, coef0 : as :mod:`learners.olk`'s (``width="scale"``, fitted ``width_``)
     eta : float, default=1.0
         Coefficient of each new term (> 0); scales ``f`` only.
 
@@ -83,10 +80,7 @@ class KernelPerceptronRegressor(RegressorMixin, OnlineRegressionBaseline):
 
     Parameters
     ----------
-    kernel, width, degree, coef0
-        The kernel, as the main estimators' (:mod:`learners.olk`): ``"gaussian"``
-        ``exp(-||x-y||^2/width^2)`` by default, ``width="scale"`` (fitted ``width_``),
-        ``degree=3.0``, ``coef0=1.0``.
+    kernel, width, degree, coef0 : as :mod:`learners.olk`'s (``width="scale"``, fitted ``width_``)
     eta : float, default=0.5
         Step size (> 0; stable below ``2 / k(x, x)``). The OLK paper's Example 2
         uses 0.02, which ``learners-bench example2`` passes explicitly.

@@ -35,10 +35,7 @@ class KRLS(RegressorMixin, OnlineRegressionBaseline):
     ----------
     nu : float, default=0.001
         ALD threshold (>= 0); the OLK paper's Example 2 uses 0.001.
-    kernel, width, degree, coef0
-        The kernel, as the main estimators' (:mod:`learners.olk`): ``"gaussian"``
-        ``exp(-||x-y||^2/width^2)`` by default, ``width="scale"`` (fitted ``width_``),
-        ``degree=3.0``, ``coef0=1.0``.
+    kernel, width, degree, coef0 : as :mod:`learners.olk`'s (``width="scale"``, fitted ``width_``)
 
     Attributes
     ----------

@@ -30,10 +30,7 @@ class LSSVM(RegressorMixin, BaseEstimator):
     ----------
     C : float, default=10.0
         Weight of the squared errors (> 0); larger fits the data more closely.
-    kernel, width, degree, coef0
-        The kernel, as the main estimators' (:mod:`learners.olk`): ``"gaussian"``
-        ``exp(-||x-y||^2/width^2)`` by default, ``width="scale"`` (fitted ``width_``),
-        ``degree=3.0``, ``coef0=1.0``.
+    kernel, width, degree, coef0 : as :mod:`learners.olk`'s (``width="scale"``, fitted ``width_``)
 
     Attributes
     ----------

@@ -33,10 +33,7 @@ class Projectron(BinaryDecisionMixin, ClassifierMixin, OnlineBinaryBaseline):
         0.5 keeps the support set small at the kernel perceptron's accuracy (measured
         on Phishing, Bananas and breast cancer, ``width="scale"``: 81, 20 and 29 support
         vectors against the perceptron's 168, 819 and 46, accuracy within 0.5 point).
-    kernel, width, degree, coef0
-        The kernel, as the main estimators' (:mod:`learners.olk`): ``"gaussian"``
-        ``exp(-||x-y||^2/width^2)`` by default, ``width="scale"`` (fitted ``width_``),
-        ``degree=3.0``, ``coef0=1.0``.
+    kernel, width, degree, coef0 : as :mod:`learners.olk`'s (``width="scale"``, fitted ``width_``)
 
     Attributes
     ----------
