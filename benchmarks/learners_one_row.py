@@ -25,6 +25,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from learners import NORMAClassifier, OLKClassifier, OLKRegressor  # noqa: E402
+from learners._stream import expansion_decision  # noqa: E402
 
 TARGET_US = 30.0
 
@@ -57,6 +58,19 @@ def main(argv=None):
     names = [f"f{i}" for i in range(d)]
     dicts = [dict(zip(names, row)) for row in X]
     print(f"budget {B}, {d} features, {n} timed rows after {B} warm-up rows")
+    # the floor: one jitted evaluation of a full expansion, called from Python (what any row costs at least)
+    probe = OLKClassifier(budget=B)
+    for i in range(B):
+        probe.learn_one(X[i], y[i])
+    kind, width, degree, coef0, lut = probe._kernel_args(probe._params())
+    out = np.empty(1)
+
+    def loop_kernel():
+        for i in range(B, B + n):
+            expansion_decision(X[i:i + 1], probe._sv, probe._coef, probe._ring, 1.0, kind, width, degree,
+                               coef0, lut, out)
+
+    print(f"{'one jitted kernel sum over the full expansion':48s} {_time(loop_kernel, n):8.1f} us/row")
     for cls, kw in ((OLKClassifier, dict(C=2.0)), (NORMAClassifier, dict(lam=0.0)), (OLKRegressor, {})):
         name = cls.__name__
         target = y if "Classifier" in name else X[:, 0] * X[:, 1]
