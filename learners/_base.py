@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+import weakref
 
 import numpy as np
 from numba import njit
@@ -49,6 +50,19 @@ DEFAULT_BUDGET = 512
 
 #: Capacity of an unbounded expansion (``budget=None``) before it first grows.
 _INITIAL_CAPACITY = 64
+
+
+#: Per-estimator caches that are not fitted state (the validated parameters, the last
+#: ``predict_one``'s ``f``, the dict-row getter, the label codes): kept out of the
+#: instance ``__dict__``, so pickles, checkpoints and ``clone`` never see them.
+_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _cache(est):
+    cache = _CACHES.get(est)
+    if cache is None:
+        cache = _CACHES[est] = {}
+    return cache
 
 
 @njit(cache=True)
@@ -157,32 +171,28 @@ class OnlineKernelEstimator(BaseEstimator):
 
     def _params(self):
         """:meth:`_check_params`, run again only after a parameter was set (``set_params`` or assignment)."""
-        params = self.__dict__.get("_params_cache")
+        cache = _cache(self)
+        params = cache.get("params")
         if params is None:
-            params = self._check_params()
-            self.__dict__["_params_cache"] = params
+            params = cache["params"] = self._check_params()
         return params
 
     def __setattr__(self, name, value):
         # parameters are the public attributes without a trailing underscore: setting one
         # (set_params, clone, est.width = 2) drops the validated copy
         if name[0] != "_" and name[-1] != "_":
-            self.__dict__.pop("_params_cache", None)
+            cache = _CACHES.get(self)
+            if cache:
+                cache.pop("params", None)
         object.__setattr__(self, name, value)
-
-    def __getstate__(self):
-        state = super().__getstate__()
-        state = dict(state) if state is not None else {}
-        state.pop("_params_cache", None)
-        return state
 
     # --------------------------------------------------------------- expansion
     def _reset(self):
-        for name in ("_sv", "_coef", "_ring", "_state", "_offsets", "_calibrator", "_codes", "_out_one", "_pending",
-                     "_given_f", "_feature_keys", "_feature_getter", "classes_", "n_features_in_",
-                     "feature_names_in_", "width_"):
+        for name in ("_sv", "_coef", "_ring", "_state", "_offsets", "_calibrator", "_feature_keys", "classes_",
+                     "n_features_in_", "feature_names_in_", "width_"):
             if hasattr(self, name):
                 delattr(self, name)
+        _CACHES.pop(self, None)
 
     def _start(self, X, params):
         """First rows: fix the kernel width (``"scale"``: from this batch) and allocate."""
@@ -264,7 +274,8 @@ class OnlineKernelEstimator(BaseEstimator):
         first = not hasattr(self, "_state")
         X, y = self._validate_X(X, y, reset=first)
         if first:
-            self._feature_keys = self._feature_getter = None
+            self._feature_keys = None
+            _CACHES.pop(self, None)
         if self._is_classifier():
             y = self._encode_labels(y, classes, first)
         if first:
@@ -287,7 +298,7 @@ class OnlineKernelEstimator(BaseEstimator):
         params = self._params()
         self._reset()
         X, y = self._validate_X(X, y, reset=True)
-        self._feature_keys = self._feature_getter = None
+        self._feature_keys = None
         if self._is_classifier():
             y = self._encode_labels(y, classes, True)
         self._start(X, params)
@@ -324,24 +335,25 @@ class OnlineKernelEstimator(BaseEstimator):
     # ------------------------------------------------------------- single rows
     def _raw_one(self, X):
         """:meth:`_raw_decision_rows` of one validated row of shape (1, n_features), as a float."""
-        d = self.__dict__
-        out = d.get("_out_one")
+        cache = _cache(self)
+        out = cache.get("out")
         if out is None:
-            out = d["_out_one"] = np.empty(1)
+            out = cache["out"] = np.empty(1)
         params = self._params()
         kind, width, degree, coef0, lut = self._kernel_args(params)
-        state = d["_state"]
-        _stream.expansion_decision(X, d["_sv"], d["_coef"], d["_ring"], state[_stream.SCALE], kind, width, degree,
+        state = self._state
+        _stream.expansion_decision(X, self._sv, self._coef, self._ring, state[_stream.SCALE], kind, width, degree,
                                    coef0, lut, out)
         raw = float(out[0])
         if self._reuses_f:
             # learn_one on this same row, next, can skip evaluating the expansion again
-            d["_pending"] = (X.copy(), raw, float(state[_stream.STEPS]), params)
+            cache["pending"] = (X.copy(), raw, float(state[_stream.STEPS]), params)
         return raw
 
     def _take_given_f(self):
         """``f_t(x)`` already computed for the row being learnt (see :meth:`_learn_row`), else empty."""
-        given = self.__dict__.pop("_given_f", None)
+        cache = _CACHES.get(self)
+        given = cache.pop("given_f", None) if cache else None
         return _stream.EMPTY_F if given is None else given
 
     def _row(self, x):
@@ -356,22 +368,30 @@ class OnlineKernelEstimator(BaseEstimator):
                 raise ValueError(f"x contains NaN or infinity: {x.tolist()[:10]}")
             return x.reshape(1, -1)
         if isinstance(x, dict):
-            keys = self.__dict__.get("_feature_keys")
+            cache = _cache(self)
+            keys = cache.get("keys")
             if keys is None:
-                names = getattr(self, "feature_names_in_", None)
-                keys = tuple(names) if names is not None else tuple(x)
-                if hasattr(self, "n_features_in_") and len(keys) != self.n_features_in_:
-                    raise ValueError(f"x has {len(x)} features, but {type(self).__name__} is expecting "
-                                     f"{self.n_features_in_} features as input")
-                self._feature_keys = keys
+                stored = self.__dict__.get("_feature_keys")
+                if stored is not None:
+                    keys = tuple(stored.tolist())
+                else:
+                    names = getattr(self, "feature_names_in_", None)
+                    keys = tuple(names) if names is not None else tuple(x)
+                    if hasattr(self, "n_features_in_") and len(keys) != self.n_features_in_:
+                        raise ValueError(f"x has {len(x)} features, but {type(self).__name__} is expecting "
+                                         f"{self.n_features_in_} features as input")
+                    # fitted state (saved with the model): strings as a str array, other keys as objects
+                    self._feature_keys = np.array(keys, dtype=str if all(isinstance(k, str) for k in keys)
+                                                  else object)
+                cache["keys"] = keys
             if len(x) != len(keys):
                 extra = sorted(map(str, set(x) - set(keys)))[:5]
                 missing = sorted(map(str, set(keys) - set(x)))[:5]
                 raise ValueError(f"x must have the {len(keys)} features seen first; missing {missing}, "
                                  f"new {extra}")
-            getter = self.__dict__.get("_feature_getter")
+            getter = cache.get("getter")
             if getter is None:
-                getter = self._feature_getter = operator.itemgetter(*keys)
+                getter = cache["getter"] = operator.itemgetter(*keys)
             try:
                 row = np.array(getter(x), dtype=np.float64).reshape(-1)
             except KeyError as exc:
@@ -407,10 +427,11 @@ class OnlineKernelEstimator(BaseEstimator):
         if not hasattr(self, "_state"):
             self.n_features_in_ = X.shape[1]
             self._start(X, params)
-        pending = self.__dict__.pop("_pending", None)
+        cache = _cache(self)
+        pending = cache.pop("pending", None)
         if (pending is not None and pending[2] == self._state[_stream.STEPS] and pending[3] is params
                 and _same_row(pending[0], X)):
-            self.__dict__["_given_f"] = np.array([pending[1] + self.offset_])
+            cache["given_f"] = np.array([pending[1] + self.offset_])
         return self._learn(X, y, params)
 
     def _require_fitted(self):
@@ -557,9 +578,10 @@ class BinaryClassifierMixin(BinaryDecisionMixin):
 
     def _code_one(self, y):
         """Encode one label for :meth:`learn_one`, taking a new class in (river's way)."""
-        codes = self.__dict__.get("_codes")
+        cache = _cache(self)
+        codes = cache.get("codes")
         if codes is None and hasattr(self, "classes_"):
-            codes = self._codes = self._label_codes()
+            codes = cache["codes"] = self._label_codes()
         if codes is not None:
             code = codes.get(y)
             if code is not None:
@@ -571,8 +593,8 @@ class BinaryClassifierMixin(BinaryDecisionMixin):
             self._calibrator = _calibration.new_calibrator()
         else:
             self._add_class(y)
-        self._codes = self._label_codes()
-        return self._codes[y]
+        codes = cache["codes"] = self._label_codes()
+        return codes[y]
 
     def _label_codes(self):
         """``{label: code}``: -1/+1 for up to two classes, the class index for more."""
@@ -583,7 +605,7 @@ class BinaryClassifierMixin(BinaryDecisionMixin):
         return {c.item() if isinstance(c, np.generic) else c: i for i, c in enumerate(cls)}
 
     def _add_class(self, label):
-        self.__dict__.pop("_pending", None)
+        _cache(self).pop("pending", None)
         cls = np.unique(np.append(self.classes_, label))
         pos = int(np.searchsorted(cls, label))
         old = self.classes_

@@ -207,3 +207,19 @@ def test_one_vs_rest_equals_one_binary_learner_per_class(cls, kw):
         binary = cls(width=1.0, budget=None, **kw).partial_fit(X, (y == k).astype(int), classes=[0, 1])
         np.testing.assert_allclose(multi.decision_function(X[:30])[:, k], binary.decision_function(X[:30]),
                                    rtol=1e-9, atol=1e-12)
+
+
+def test_fitted_state_is_plain_arrays_and_scalars_caches_stay_out():
+    # checkpoints (learners._persist) and pickles see only the fitted state, never the caches
+    est = OLKClassifier()
+    X, y, _ = _data(10, n=30)
+    for i, (row, label) in enumerate(zip(_dicts(X), y)):
+        if i:
+            est.predict_one(row)
+        est.learn_one(row, label)
+    est.learn_one(_dicts(X[:1])[0], "third")
+    for name, value in vars(est).items():
+        assert isinstance(value, (np.ndarray, bool, int, float, str, type(None), np.floating)), name
+        if isinstance(value, np.ndarray):
+            assert value.dtype != object, name
+    assert est._feature_keys.tolist() == ["a", "b", "c"]
