@@ -192,6 +192,17 @@ class _SVMDBase(OnlineKernelEstimator):
         self.eta_ = float(self._state[S.ETA])
         self.margin_ = float(self._state[S.EPS])
 
+    def _scores(self, f_out):
+        """``partial_fit(..., return_scores=True)``: ``f_t(x) + b`` per row, (n,) for one output."""
+        return f_out[:, 0] if f_out.shape[1] == 1 else f_out
+
+    def _raw_one(self, X):
+        """``f(x)`` (first output, no offset) of one validated row, for ``score_one``/``predict_one``."""
+        out = np.empty((1, self._alpha.shape[1]), dtype=np.float64)
+        kind, width, degree, coef0, _ = self._kernel_args(self._check_kernel_params())
+        S.svmd_decision(X, self._sv, self._alpha, self._ring, self._kappa, kind, width, degree, coef0, out)
+        return float(out[0, 0])
+
     def _raw_values(self, X):
         """``f(x, .)`` without the offset, shape ``(n, n_outputs)``."""
         check_is_fitted(self)

@@ -151,3 +151,26 @@ def test_blocked_learning_on_many_features_equals_the_row_by_row_stream(kernel, 
     assert ring[1] == 64 and est.n_support_ == 64
     assert np.allclose(est.eta_trace_, eta_out, rtol=1e-9)
     assert np.allclose(est.dual_coef_, alpha[(ring[0] + np.arange(64)) % 64], rtol=1e-7, atol=1e-10)
+
+
+def test_one_class_single_rows_as_in_river():
+    X, _ = _blobs(60, 2)
+    occ = SVMDOneClass(nu=0.1, budget=None).fit(X[:50])
+    assert occ.score_one(X[50]) == pytest.approx(occ.decision_function(X[50:51])[0], rel=1e-12)
+    assert occ.predict_one(X[51]) == occ.predict(X[51:52])[0]
+    before = occ.n_steps_
+    scores = occ.partial_fit(X[52:55], return_scores=True)
+    assert scores.shape == (3,) and occ.n_steps_ == before + 3
+    occ.learn_one(X[55])
+    assert occ.n_steps_ == before + 4
+
+
+def test_save_and_load_continue_the_same_stream(tmp_path):
+    X, y = _blobs(120, 3)
+    est = SVMDClassifier(budget=32).fit(X[:100], y[:100])
+    back = SVMDClassifier.load(est.save(tmp_path / "svmd.npz"))
+    np.testing.assert_array_equal(back.decision_function(X), est.decision_function(X))
+    est.partial_fit(X[100:], y[100:])
+    back.partial_fit(X[100:], y[100:])
+    np.testing.assert_array_equal(back.decision_function(X), est.decision_function(X))
+    assert back.eta_ == est.eta_
