@@ -72,3 +72,16 @@ def test_bad_parameters_are_clear_errors():
     with pytest.raises(ValueError, match="no parameter 'r'"):
         SVMDSubtractor(r=0.1)
     assert "svmd" in bgsub.registry.algorithms()
+
+
+def test_checkpoint_round_trip_continues_the_same_masks(tmp_path):
+    frames = _stream(T=40)
+    sub = SVMDSubtractor(**PARAMS)
+    for fr in frames[:25]:
+        sub.apply(fr)
+    path = bgsub.checkpoint.save(sub, tmp_path / "svmd.npz")
+    back = bgsub.checkpoint.load(path, algorithm="svmd")
+    for fr in frames[25:]:
+        np.testing.assert_array_equal(back.apply(fr), sub.apply(fr))
+        np.testing.assert_array_equal(back.getScoreMap(), sub.getScoreMap())
+    np.testing.assert_array_equal(back.eta_, sub.eta_)
