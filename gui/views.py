@@ -173,7 +173,10 @@ class FrameViews(QWidget):
         self._boxes_shown = len(objects or ())
         labelled = [o for o in (objects or ()) if o.track][:MAX_LABELS]
         while len(self._labels) < len(labelled):
-            label = pg.TextItem("", color=BOX_RGB, anchor=(0, 1))
+            label = pg.TextItem("", color=BOX_RGB, anchor=(0, 1), fill=pg.mkBrush(0, 0, 0, 150))
+            font = label.textItem.font()
+            font.setBold(True)
+            label.setFont(font)
             label.setZValue(11)
             self.frame_box.addItem(label)
             self._labels.append(label)
