@@ -504,29 +504,28 @@ class MainWindow(QMainWindow):
         self.controls.set_min_area(pixels)
         self.controller.set_min_area(pixels)
 
-    def _toggle_overlay_video(self, enabled: bool) -> None:
+    #: File dialog of each recording: title, suggested name, filter.
+    _RECORDING_DIALOGS = {
+        "overlay": ("Record the overlay video (mask tinted, objects boxed) to", "overlay.mp4",
+                    "Videos (*.mp4 *.avi *.mkv)"),
+        "objects": ("Save every frame's objects to", "objects.jsonl", "Objects (*.jsonl *.csv)"),
+    }
+
+    def _toggle_recording(self, kind: str, enabled: bool) -> None:
         path = None
         if enabled:
-            path, _ = QFileDialog.getSaveFileName(self, "Record the overlay video (mask tinted, objects boxed) to",
-                                                  os.path.join(self._last_dir(), "overlay.mp4"),
-                                                  "Videos (*.mp4 *.avi *.mkv)")
-            path = path or None
-            if path is None:  # cancelled
-                self._on_output_changed("overlay", None)
+            title, name, filter_ = self._RECORDING_DIALOGS[kind]
+            path, _ = QFileDialog.getSaveFileName(self, title, os.path.join(self._last_dir(), name), filter_)
+            if not path:  # cancelled
+                self._on_output_changed(kind, None)
                 return
-        self.set_overlay_video(path)
+        (self.set_overlay_video if kind == "overlay" else self.set_objects_file)(path)
+
+    def _toggle_overlay_video(self, enabled: bool) -> None:
+        self._toggle_recording("overlay", enabled)
 
     def _toggle_objects_file(self, enabled: bool) -> None:
-        path = None
-        if enabled:
-            path, _ = QFileDialog.getSaveFileName(self, "Save every frame's objects to",
-                                                  os.path.join(self._last_dir(), "objects.jsonl"),
-                                                  "Objects (*.jsonl *.csv)")
-            path = path or None
-            if path is None:
-                self._on_output_changed("objects", None)
-                return
-        self.set_objects_file(path)
+        self._toggle_recording("objects", enabled)
 
     def set_overlay_video(self, path: str | os.PathLike | None) -> None:
         """Record the input with the mask tinted and the objects boxed into the video ``path``; None stops.

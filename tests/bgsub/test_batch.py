@@ -19,7 +19,7 @@ from bgsub.cli import main as cli
 from bgsub.commands.batch import RESULT_FILE, find_inputs, plan_jobs
 from bgsub.synthetic import SceneConfig, SyntheticScene, write_sequence
 from bgsub.writers import list_masks
-from tests.bgsub.test_sources import write_test_video
+from tests.bgsub.test_sources import read_video, write_test_video
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -172,14 +172,7 @@ def test_batch_outputs_and_stages_like_run(tree, tmp_path, capsys):
     assert {o["frame"] for o in objs} <= set(range(1, 11))
     assert all(o["area"] >= 6 and o["track"] >= 1 for o in objs)
     assert result["overlay"] == str((folder / "overlay.mp4").resolve())
-    cap = cv2.VideoCapture(str(folder / "overlay.mp4"))
-    shapes = []
-    while True:
-        ok, frame = cap.read()
-        if not ok:
-            break
-        shapes.append(frame.shape)
-    assert shapes == [(72, 96, 3)] * 10
+    assert [f.shape for f in read_video(folder / "overlay.mp4")] == [(72, 96, 3)] * 10
     # The same settings resume (nothing to do); others are refused, naming only what differs.
     capsys.readouterr()
     assert cli(["batch", str(tree), str(out), "--algo", "knn", "--quiet", "--pattern", "day/*",

@@ -14,7 +14,7 @@ import pytest
 
 from bgsub.cli import main as cli
 from bgsub.writers import list_masks
-from tests.bgsub.test_sources import write_test_video
+from tests.bgsub.test_sources import read_video, write_test_video
 
 pytest.importorskip("distributed")
 
@@ -65,7 +65,7 @@ def test_local_cluster_makes_the_same_objects_and_overlays_and_compares_settings
     assert _masks(dask / "a") == _masks(pool / "a") and len(_masks(dask / "a")) == 12
     assert (dask / "a" / "objects.csv").read_bytes() == (pool / "a" / "objects.csv").read_bytes()
     # FFV1 is lossless: the same pictures (the container itself carries random ids).
-    frames = [_video_frames(folder / "a" / "overlay.mkv") for folder in (dask, pool)]
+    frames = [read_video(folder / "a" / "overlay.mkv") for folder in (dask, pool)]
     assert len(frames[0]) == 12 and all(np.array_equal(x, y) for x, y in zip(*frames))
     item = json.loads((dask / "manifest.json").read_text())["items"]["a.avi"]
     assert item["settings"]["min_area"] == 5 and item["settings"]["overlay"] == ".mkv"
@@ -73,18 +73,6 @@ def test_local_cluster_makes_the_same_objects_and_overlays_and_compares_settings
     assert cli(["batch", str(root), str(dask), "--scheduler", "local:2", *stages]) == 2
     err = capsys.readouterr().err
     assert "objects .csv there, none now; overlay .mkv there, none now" in err and "min_area" not in err
-
-
-def _video_frames(path: Path) -> list:
-    import cv2
-
-    cap = cv2.VideoCapture(str(path))
-    frames = []
-    while True:
-        ok, frame = cap.read()
-        if not ok:
-            return frames
-        frames.append(frame)
 
 
 def test_bad_scheduler_options(tmp_path, capsys):

@@ -13,6 +13,7 @@ from bgsub import registry
 from bgsub.metrics import StreamingROC, frame_counts
 from bgsub.sources import Frame, SourceError, open_source
 from gui.model import LatestFrameReader, Session, default_algorithm
+from tests.bgsub.test_sources import read_video
 
 
 def run_all(session: Session) -> list:
@@ -328,16 +329,6 @@ def test_session_roi_scale_and_min_area_go_through_the_pipeline(tiny_sequence):
         Session(algo="knn", scale=0)
 
 
-def _video_frames(path) -> list:
-    cap = cv2.VideoCapture(str(path))
-    frames = []
-    while True:
-        ok, frame = cap.read()
-        if not ok:
-            return frames
-        frames.append(frame)
-
-
 def test_objects_are_found_when_shown_and_keep_their_track(tiny_sequence):
     session = Session(algo="knn", min_area=0)
     session.open(tiny_sequence)
@@ -375,7 +366,7 @@ def test_overlay_video_and_objects_file_are_written_by_the_pipeline_sinks(tiny_s
     assert not (tmp_path / "rec" / "overlay.mkv").exists() and not (tmp_path / "objects.csv").exists()
     finished = session.set_overlay_video(None)
     assert finished.count == 10 and session.output("overlay") is None
-    frames = _video_frames(tmp_path / "rec" / "overlay.mkv")  # FFV1: lossless
+    frames = read_video(tmp_path / "rec" / "overlay.mkv")  # FFV1: lossless
     assert len(frames) == 10
     for frame, r in zip(frames, recorded):
         assert np.array_equal(frame, draw_overlay(r.image, r.mask, r.objects))
