@@ -388,9 +388,9 @@ def test_objects_drawn_over_the_input_toggled_from_the_panel(qtbot, make_window,
     window.set_min_area(20)
     window.controls.boxes_check.click()  # as a user does
     assert window.boxes_action.isChecked() and window.views.show_objects
-    play_frames(qtbot, window, 20)
+    play_frames(qtbot, window, 15)
     result = window.last_result
-    assert result.objects, "the moving square is an object by frame 20"
+    assert result.objects, "the moving square (100 pixels) is an object at frame 15"
     assert window.views.boxes_shown == len(result.objects)
     rect = window.views.boxes_item.path().boundingRect()
     o = result.objects[0]
