@@ -57,7 +57,7 @@ def test_local_cluster_makes_the_same_objects_and_overlays_and_compares_settings
     roi = np.zeros((72, 96), np.uint8)
     roi[4:68, 8:88] = 255
     cv2.imwrite(str(tmp_path / "roi.png"), roi)
-    stages = ["--roi", str(tmp_path / "roi.png"), "--scale", "0.5", "--min-area", "5", "--algo", "knn", "--quiet"]
+    stages = ["--roi", str(tmp_path / "roi.png"), "--scale", "0.5", "--min-area", "5", "--quiet"]  # olkn: deterministic
     opts = [*stages, "--objects", "csv", "--overlay", "mkv"]
     pool, dask = tmp_path / "pool", tmp_path / "dask"
     assert cli(["batch", str(root), str(pool), "--workers", "1", *opts]) == 0
