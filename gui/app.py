@@ -3,6 +3,8 @@
 Usage::
 
     bgsub-gui [SOURCE] [--algo NAME] [--preset NAME] [--set KEY=VALUE ...] [--threshold T]
+              [--roi MASK.png] [--scale S] [--min-area N] [--boxes]
+              [--save-masks DIR] [--overlay FILE.mp4] [--objects FILE.jsonl|.csv]
     bgsub-gui SOURCE --frames N --screenshot FILE.png     # headless, then exit
 
 SOURCE is a camera index (``0``), a video file, a folder of images, a
