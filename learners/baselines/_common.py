@@ -48,6 +48,10 @@ def kernel_matrix(X, Y, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0):
         return np.exp(-d2 / (width * width))
     if kernel == "laplacian":
         return np.exp(-np.sqrt(d2) / width)
+    if kernel == "cauchy":
+        return 1.0 / (1.0 + (d2 / (width * width)) ** (0.5 * (X.shape[1] + 1)))
+    if kernel == "epanechnikov":
+        return np.maximum(1.0 - d2 / (width * width), 0.0)
     raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
 
 
