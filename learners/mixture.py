@@ -213,21 +213,25 @@ class OnlineGaussianMixture(_OnlineMixture):
                 s2[k, 0] = w * (np.trace(C) + mu @ mu)
         total = s0.sum()
         self._s0, self._s1, self._s2 = s0 / total, s1 / total, s2 / total
+        self._cache = None
+        if cov != 0:
+            # the M step's parameters, kept in step with S by the jitted steps
+            self._cache = (np.empty((K, D)), np.empty(s2.shape), np.empty(K))
+            online_em.gaussian_m_step_all(self._s0, self._s1, self._s2, cov == 2, params["reg"], *self._cache)
 
     def _stream(self, X, params, loglik):
         if params["covariance"] == 0:
             return online_em.gaussian_full_fit_stream(X, self._n, params["learning_rate"], self._s0, self._s1,
                                                       self._s2, params["reg"], loglik)
         return online_em.gaussian_fit_stream(X, self._n, params["learning_rate"], self._s0, self._s1, self._s2,
-                                             params["covariance"] == 2, params["reg"], loglik)
+                                             params["covariance"] == 2, params["reg"], *self._cache, loglik)
 
     def _score(self, X, loglik, resp):
         p = self._params
         if p["covariance"] == 0:
             online_em.gaussian_full_score_rows(X, self._s0, self._s1, self._s2, p["reg"], loglik, resp)
         else:
-            online_em.gaussian_score_rows(X, self._s0, self._s1, self._s2, p["covariance"] == 2, p["reg"], loglik,
-                                          resp)
+            online_em.gaussian_score_rows(X, self._s0, *self._cache, p["covariance"] == 2, loglik, resp)
 
     def _publish(self):
         """The M step: parameters from the sufficient statistics."""

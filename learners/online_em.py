@@ -33,6 +33,13 @@ stochastic E step with that component's old statistics discarded; the
 "replace the least probable distribution" rule of Stauffer & Grimson). With
 ``birth_d2 = inf`` the step is plain online EM (the estimators use it so).
 
+Responsibilities of components farther than ``TAIL`` in squared distance than
+the nearest are set to 0 (relative share below ``1.1e-7``, float32 resolution), which spares the
+per-pixel loop its exponentials in the common case of one matching component.
+The diag/spherical steps keep the M step's parameters (means, inverse
+variances, normalisers) in caches next to ``S`` and recompute them only for
+the components whose statistics changed other than by the common shrink.
+
 Every step returns ``(dens_sum, total, dmin)`` from which
 :func:`log_likelihood` gives ``log p(x)`` under the model *before* the step,
 and leaves the squared distances ``d2`` and the responsibilities ``resp`` in
@@ -51,6 +58,9 @@ EMPTY = 1e-20
 #: Stands for an infinite squared distance (fastmath here keeps inf/nan semantics off the hot path).
 FAR = 1e300
 LOG_2PI = math.log(2.0 * math.pi)
+#: A component whose squared distance exceeds the nearest one's by more than this gets
+#: responsibility 0 (its true share is below exp(-TAIL/2) = 1.1e-7 times the nearest one's, float32 resolution).
+TAIL = 32.0
 
 # fastmath without "nnan"/"ninf": the steps compare against FAR and may see inf.
 _FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}
@@ -76,8 +86,49 @@ def log_likelihood(dens_sum, total, dmin, D):
 # ----------------------------------------------------------------------------
 
 
-@njit(cache=True, fastmath=_FAST)
-def _gaussian_e(x, s0, s1, s2, reg, spherical, d2, resp):
+@njit(cache=True, fastmath=_FAST, inline="always")
+def gaussian_m_step(k, s0, s1, s2, spherical, reg, mu, ivar, nrm):
+    """Closed-form M step of component ``k``: its statistics into the parameter caches.
+
+    ``mu[k] = s1[k] / s0[k]``; ``ivar[k]`` the inverse variance(s) (``reg``
+    included), (D,) diag or (1,) spherical; ``nrm[k] = |Sigma_k|^(-1/2)``.
+    """
+    a = np.float64(s0[k])
+    D = mu.shape[1]
+    if a <= EMPTY:
+        nrm[k] = 0.0
+        return
+    inv = 1.0 / a
+    if spherical:
+        sq = 0.0
+        for c in range(D):
+            m = s1[k, c] * inv
+            mu[k, c] = m
+            sq += m * m
+        v = (s2[k, 0] * inv - sq) / D
+        if v < 0.0:
+            v = 0.0
+        iv = 1.0 / (v + reg)
+        ivar[k, 0] = iv
+        idet = iv
+        for c in range(1, D):
+            idet *= iv
+    else:
+        idet = 1.0
+        for c in range(D):
+            m = s1[k, c] * inv
+            mu[k, c] = m
+            v = s2[k, c] * inv - m * m
+            if v < 0.0:
+                v = 0.0
+            iv = 1.0 / (v + reg)
+            ivar[k, c] = iv
+            idet *= iv
+    nrm[k] = math.sqrt(idet)
+
+
+@njit(cache=True, fastmath=_FAST, inline="always")
+def _gaussian_e(x, s0, mu, ivar, nrm, spherical, d2, resp):
     """E step: squared Mahalanobis distances into ``d2``, responsibilities into ``resp``.
 
     Densities are kept as ``w_k |Sigma_k|^(-1/2) exp(-(d2_k - dmin) / 2)`` (the
@@ -91,46 +142,34 @@ def _gaussian_e(x, s0, s1, s2, reg, spherical, d2, resp):
         total += s0[k]
     dmin = FAR
     for k in range(K):
-        a = np.float64(s0[k])
-        if a <= EMPTY:
+        if s0[k] <= EMPTY:
             d2[k] = FAR
-            resp[k] = 0.0
             continue
-        inv = 1.0 / a
         q = 0.0
         if spherical:
-            sq = 0.0
             for c in range(D):
-                m = s1[k, c] * inv
-                diff = x[c] - m
+                diff = x[c] - mu[k, c]
                 q += diff * diff
-                sq += m * m
-            v = (s2[k, 0] * inv - sq) / D
-            if v < 0.0:
-                v = 0.0
-            v += reg
-            q /= v
-            det = v ** D
+            q *= ivar[k, 0]
         else:
-            det = 1.0
             for c in range(D):
-                m = s1[k, c] * inv
-                v = s2[k, c] * inv - m * m
-                if v < 0.0:
-                    v = 0.0
-                v += reg
-                diff = x[c] - m
-                q += diff * diff / v
-                det *= v
+                diff = x[c] - mu[k, c]
+                q += diff * diff * ivar[k, c]
         d2[k] = q
-        resp[k] = a / math.sqrt(det)  # w_k |Sigma_k|^(-1/2), times total
         if q < dmin:
             dmin = q
     dens_sum = 0.0
     for k in range(K):
+        r = 0.0
         if d2[k] < FAR:
-            resp[k] *= math.exp(-0.5 * (d2[k] - dmin))
-            dens_sum += resp[k]
+            gap = d2[k] - dmin
+            if gap < TAIL:
+                # beyond TAIL the density counts as 0 (below exp(-TAIL / 2) of the nearest one)
+                r = s0[k] * nrm[k]
+                if gap > 0.0:
+                    r *= math.exp(-0.5 * gap)
+        resp[k] = r
+        dens_sum += r
     if dens_sum > 0.0:
         inv_sum = 1.0 / dens_sum
         for k in range(K):
@@ -138,41 +177,51 @@ def _gaussian_e(x, s0, s1, s2, reg, spherical, d2, resp):
     return dens_sum, total, dmin
 
 
-@njit(cache=True, fastmath=_FAST)
-def _gaussian_update(x, eta, s0, s1, s2, spherical, resp):
-    """``S <- (1 - eta) S + eta * resp (x) (1, x, x^2)`` (in place)."""
+@njit(cache=True, fastmath=_FAST, inline="always")
+def _gaussian_update(x, eta, s0, s1, s2, spherical, reg, mu, ivar, nrm, resp):
+    """``S <- (1 - eta) S + eta * resp (x) (1, x, x^2)`` (in place), then the M step.
+
+    A component with zero responsibility only shrinks, which leaves its mean and
+    variance unchanged: only the others' caches are recomputed.
+    """
     K = s0.shape[0]
     D = x.shape[0]
     keep = 1.0 - eta
     for k in range(K):
         g = eta * resp[k]
         s0[k] = keep * s0[k] + g
-        sq = 0.0
-        for c in range(D):
-            xc = np.float64(x[c])
-            s1[k, c] = keep * s1[k, c] + g * xc
+        if g > 0.0:
+            sq = 0.0
+            for c in range(D):
+                xc = np.float64(x[c])
+                s1[k, c] = keep * s1[k, c] + g * xc
+                if spherical:
+                    sq += xc * xc
+                else:
+                    s2[k, c] = keep * s2[k, c] + g * xc * xc
             if spherical:
-                sq += xc * xc
-            else:
-                s2[k, c] = keep * s2[k, c] + g * xc * xc
-        if spherical:
-            s2[k, 0] = keep * s2[k, 0] + g * sq
+                s2[k, 0] = keep * s2[k, 0] + g * sq
+            gaussian_m_step(k, s0, s1, s2, spherical, reg, mu, ivar, nrm)
+        else:
+            for c in range(D):
+                s1[k, c] = keep * s1[k, c]
+            for c in range(s2.shape[1]):
+                s2[k, c] = keep * s2[k, c]
 
 
 @njit(cache=True, fastmath=_FAST)
-def gaussian_birth(x, eta, s0, s1, s2, spherical, var_init, k):
+def gaussian_birth(x, eta, s0, s1, s2, spherical, reg, mu, ivar, nrm, var_init, k):
     """Restart component ``k`` at ``x`` with variance ``var_init`` and weight ``eta``; shrink the others."""
     K = s0.shape[0]
     D = x.shape[0]
     keep = 1.0 - eta
     for j in range(K):
-        if j == k:
-            continue
-        s0[j] = keep * s0[j]
-        for c in range(D):
-            s1[j, c] = keep * s1[j, c]
-        for c in range(s2.shape[1]):
-            s2[j, c] = keep * s2[j, c]
+        if j != k:
+            s0[j] = keep * s0[j]
+            for c in range(D):
+                s1[j, c] = keep * s1[j, c]
+            for c in range(s2.shape[1]):
+                s2[j, c] = keep * s2[j, c]
     s0[k] = eta
     sq = 0.0
     for c in range(D):
@@ -184,9 +233,10 @@ def gaussian_birth(x, eta, s0, s1, s2, spherical, var_init, k):
             s2[k, c] = eta * (xc * xc + var_init)
     if spherical:
         s2[k, 0] = eta * (sq + D * var_init)
+    gaussian_m_step(k, s0, s1, s2, spherical, reg, mu, ivar, nrm)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def lightest(s0):
     """Index of the component with the smallest ``s0`` (the first on ties)."""
     k = 0
@@ -196,8 +246,8 @@ def lightest(s0):
     return k
 
 
-@njit(cache=True, fastmath=_FAST)
-def gaussian_step(x, eta, s0, s1, s2, spherical, reg, birth_d2, var_init, d2, resp):
+@njit(cache=True, fastmath=_FAST, inline="always")
+def gaussian_step(x, eta, s0, s1, s2, spherical, reg, mu, ivar, nrm, birth_d2, var_init, d2, resp):
     """One online-EM step of a diagonal (``spherical=False``, ``s2`` (K, D)) or
     spherical (``spherical=True``, ``s2`` (K, 1)) Gaussian mixture.
 
@@ -209,8 +259,12 @@ def gaussian_step(x, eta, s0, s1, s2, spherical, reg, birth_d2, var_init, d2, re
         Step size ``eta_n`` (:func:`learning_rate`).
     s0, s1, s2 : float arrays (K,), (K, D), (K, D) or (K, 1)
         Sufficient statistics, updated in place.
+    spherical : bool
     reg : float
         Added to every variance (> 0).
+    mu, ivar, nrm : float arrays (K, D), like ``s2``, (K,)
+        The M step's parameters (means, inverse variances, ``|Sigma|^(-1/2)``),
+        kept equal to ``M(S)`` (:func:`gaussian_m_step`); updated in place.
     birth_d2 : float
         Restart the lightest component at ``x`` when ``x``'s squared Mahalanobis
         distance to every component exceeds this (``inf``: never).
@@ -224,18 +278,25 @@ def gaussian_step(x, eta, s0, s1, s2, spherical, reg, birth_d2, var_init, d2, re
     dens_sum, total, dmin : float
         See :func:`log_likelihood`.
     """
-    dens_sum, total, dmin = _gaussian_e(x, s0, s1, s2, reg, spherical, d2, resp)
+    dens_sum, total, dmin = _gaussian_e(x, s0, mu, ivar, nrm, spherical, d2, resp)
     if dmin > birth_d2:
-        gaussian_birth(x, eta, s0, s1, s2, spherical, var_init, lightest(s0))
+        gaussian_birth(x, eta, s0, s1, s2, spherical, reg, mu, ivar, nrm, var_init, lightest(s0))
     else:
-        _gaussian_update(x, eta, s0, s1, s2, spherical, resp)
+        _gaussian_update(x, eta, s0, s1, s2, spherical, reg, mu, ivar, nrm, resp)
     return dens_sum, total, dmin
 
 
-@njit(cache=True, fastmath=_FAST)
-def gaussian_evaluate(x, s0, s1, s2, spherical, reg, d2, resp):
+@njit(cache=True, fastmath=_FAST, inline="always")
+def gaussian_evaluate(x, s0, mu, ivar, nrm, spherical, d2, resp):
     """The E step of :func:`gaussian_step` alone (no update): ``(dens_sum, total, dmin)``."""
-    return _gaussian_e(x, s0, s1, s2, reg, spherical, d2, resp)
+    return _gaussian_e(x, s0, mu, ivar, nrm, spherical, d2, resp)
+
+
+@njit(cache=True)
+def gaussian_m_step_all(s0, s1, s2, spherical, reg, mu, ivar, nrm):
+    """:func:`gaussian_m_step` for every component (after setting the statistics directly)."""
+    for k in range(s0.shape[0]):
+        gaussian_m_step(k, s0, s1, s2, spherical, reg, mu, ivar, nrm)
 
 
 # ----------------------------------------------------------------------------
@@ -424,7 +485,7 @@ def bernoulli_evaluate(x, s0, s1, eps, resp):
 
 
 @njit(cache=True)
-def gaussian_fit_stream(X, n_seen, floor, s0, s1, s2, spherical, reg, loglik):
+def gaussian_fit_stream(X, n_seen, floor, s0, s1, s2, spherical, reg, mu, ivar, nrm, loglik):
     """Step a diag/spherical mixture through the rows of ``X`` in order.
 
     ``loglik[i]`` receives ``log p(X[i])`` under the model before its step.
@@ -438,7 +499,8 @@ def gaussian_fit_stream(X, n_seen, floor, s0, s1, s2, spherical, reg, loglik):
     n = n_seen
     for i in range(X.shape[0]):
         n += 1
-        a, t, m = gaussian_step(X[i], learning_rate(n, floor), s0, s1, s2, spherical, reg, np.inf, 0.0, d2, resp)
+        a, t, m = gaussian_step(X[i], learning_rate(n, floor), s0, s1, s2, spherical, reg, mu, ivar, nrm, np.inf, 0.0,
+                                d2, resp)
         loglik[i] = log_likelihood(a, t, m, D)
     return n
 
@@ -461,14 +523,14 @@ def gaussian_full_fit_stream(X, n_seen, floor, s0, s1, s2, reg, loglik):
 
 
 @njit(cache=True)
-def gaussian_score_rows(X, s0, s1, s2, spherical, reg, loglik, resp_out):
+def gaussian_score_rows(X, s0, mu, ivar, nrm, spherical, loglik, resp_out):
     """``log p(X[i])`` and the responsibilities of every row (diag/spherical), without learning."""
     K = s0.shape[0]
     D = X.shape[1]
     d2 = np.empty(K)
     resp = np.empty(K)
     for i in range(X.shape[0]):
-        a, t, m = gaussian_evaluate(X[i], s0, s1, s2, spherical, reg, d2, resp)
+        a, t, m = gaussian_evaluate(X[i], s0, mu, ivar, nrm, spherical, d2, resp)
         loglik[i] = log_likelihood(a, t, m, D)
         resp_out[i] = resp
 
