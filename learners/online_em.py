@@ -202,7 +202,7 @@ def _gaussian_update(x, eta, s0, s1, s2, spherical, reg, mu, ivar, nrm, resp):
             if spherical:
                 s2[k, 0] = keep * s2[k, 0] + g * sq
             gaussian_m_step(k, s0, s1, s2, spherical, reg, mu, ivar, nrm)
-        else:
+        elif s0[k] > 0.0:
             for c in range(D):
                 s1[k, c] = keep * s1[k, c]
             for c in range(s2.shape[1]):

@@ -31,19 +31,33 @@ _FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}
 
 @njit(cache=True, inline="always")
 def _background_distance(w, d2, total, bg_ratio):
-    """Smallest ``d2`` among the components that carry the first ``bg_ratio`` of the weight."""
+    """Smallest ``d2`` among the components that carry the first ``bg_ratio`` of the weight.
+
+    Components are visited nearest first; the first one whose heavier
+    companions weigh less than ``bg_ratio * total`` is a background component
+    and gives the answer (usually the nearest, so one pass of ``K``).
+    """
     K = w.shape[0]
-    best = FAR
-    for k in range(K):
-        if d2[k] >= best:
-            continue
+    floor = -1.0
+    floor_k = -1
+    for _ in range(K):
+        best = FAR
+        bk = -1
+        for k in range(K):
+            if (d2[k] > floor or (d2[k] == floor and k > floor_k)) and d2[k] < best:
+                best = d2[k]
+                bk = k
+        if bk < 0:
+            return FAR
         heavier = 0.0
         for j in range(K):
-            if w[j] > w[k] or (w[j] == w[k] and j < k):
+            if w[j] > w[bk] or (w[j] == w[bk] and j < bk):
                 heavier += w[j]
         if heavier < bg_ratio * total:
-            best = d2[k]
-    return best
+            return best
+        floor = best
+        floor_k = bk
+    return FAR
 
 
 @njit(cache=True, parallel=True, fastmath=_FAST, nogil=True)
