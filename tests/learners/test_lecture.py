@@ -240,7 +240,7 @@ def test_online_gmm_converges_to_batch_em(cov):
     np.testing.assert_allclose(online.covariances_, batch.covariances_[order], atol=0.03)
     assert abs(online.score(X) - batch.score(X)) < 1e-3
     # the prequential log-likelihood of the stream tracks the batch optimum
-    assert abs(online.stream_log_likelihood_.mean() - batch.score(X)) < 0.05
+    assert abs(online.stream_log_likelihood_.mean() - batch.score(X[-2000:])) < 0.01
     np.testing.assert_allclose(online.predict_proba(X[:50]).sum(axis=1), 1.0)
     assert (np.array(order)[online.predict(X)] == batch.predict(X)).mean() > 0.99
     assert online.n_samples_seen_ == len(X)
