@@ -43,18 +43,18 @@ OEM_PARAMS = (
     ParamSpec("threshold", float, 3.0,
               "Mahalanobis distance to the nearest background component beyond which a pixel is foreground",
               "standard deviations", 0.1, 50.0),
-    ParamSpec("birth", float, 3.0,
+    ParamSpec("birth", float, 4.0,
               "a value farther than this from every component restarts the lightest component there",
               "standard deviations", 0.1, 50.0),
     ParamSpec("bg_ratio", float, 0.9, "weight share of the heaviest components that model the background", "",
               0.01, 1.0),
     ParamSpec("var_init", float, 100.0, "variance of a newly born component", "(pixel value)^2", 1.0, 10000.0),
-    ParamSpec("min_var", float, 4.0, "added to every variance (regularisation)", "(pixel value)^2", 0.01, 1000.0),
+    ParamSpec("min_var", float, 16.0, "added to every variance (regularisation)", "(pixel value)^2", 0.01, 1000.0),
     ParamSpec("color", str, "bgr", "use the three colour channels, or convert to grey first", "",
               choices=("bgr", "gray"), live=False),
     ParamSpec("blur", float, 0.0, "Gaussian smoothing of the input, standard deviation (0: off)", "pixels",
               0.0, 10.0),
-    ParamSpec("median", int, 7, "median filter of the mask, aperture (0: off; odd)", "pixels", 0, 15),
+    ParamSpec("median", int, 5, "median filter of the mask, aperture (0: off; odd)", "pixels", 0, 15),
 )
 
 _DEFAULTS = {p.name: p.default for p in OEM_PARAMS}

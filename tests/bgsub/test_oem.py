@@ -55,7 +55,7 @@ def test_bootstraps_on_the_first_frame_and_detects_a_moving_object():
     raw = sub.getRawMask()
     assert (raw[block] == 255).all()
     assert (raw[~block] == 0).mean() > 0.97
-    assert (mask[~block] == 0).all() and mask[block].any()  # the 7x7 median trims the 6-pixel block's sides
+    assert (mask[~block] == 0).all() and mask[block].any()  # the median filter trims the block's corners
     bg = sub.getBackgroundImage()
     assert bg.shape == (24, 40, 3) and np.abs(bg.astype(int)[0:6] - frames[0].astype(int)[0:6]).mean() < 4
     score = sub.getScoreMap()
