@@ -81,7 +81,8 @@ def _wm_run(method, seed):
     return regret, loss, experts.min()
 
 
-def _mixture(n, rng):
+def mixture_sample(n, rng):
+    """``n`` draws of the 3-component 2-D Gaussian mixture of the online-EM experiment (and tests)."""
     means = np.array([[0.0, 0.0], [5.0, 5.0], [-5.0, 5.0]])
     covs = [np.array([[1.0, 0.3], [0.3, 0.5]]), np.eye(2) * 0.7, np.array([[2.0, -0.5], [-0.5, 1.0]])]
     z = rng.choice(3, size=n, p=[0.5, 0.3, 0.2])
@@ -95,8 +96,8 @@ def _em_run(method, seed):
     from sklearn.mixture import GaussianMixture
 
     rng = np.random.default_rng(seed)
-    X = _mixture(EM_STREAM, rng)
-    test = _mixture(5000, rng)
+    X = mixture_sample(EM_STREAM, rng)
+    test = mixture_sample(5000, rng)
     online = method.build(random_state=seed)
     cov = method.params.get("covariance_type", "full")
     on, ba, secs = [], [], 0.0

@@ -11,6 +11,7 @@ import pytest
 
 from learners import online_em
 from learners.baselines._common import kernel_matrix
+from learners.bench.lecture import mixture_sample
 from learners.hedge import hedge_eta, hedge_regret_bound
 from learners.kernel_rule import KernelRuleClassifier
 from learners.kernels import EMPTY_LUT, KERNELS, gram, kernel_value, self_kernel
@@ -211,14 +212,7 @@ def test_bernoulli_step_matches_the_transcription():
 
 # ---------------------------------------------------------------- online EM: estimators
 def _mixture_sample(n, seed):
-    rng = np.random.default_rng(seed)
-    means = np.array([[0.0, 0.0], [5.0, 5.0], [-5.0, 5.0]])
-    covs = [np.array([[1.0, 0.3], [0.3, 0.5]]), np.eye(2) * 0.7, np.array([[2.0, -0.5], [-0.5, 1.0]])]
-    z = rng.choice(3, size=n, p=[0.5, 0.3, 0.2])
-    X = np.empty((n, 2))
-    for k in range(3):
-        X[z == k] = rng.multivariate_normal(means[k], covs[k], size=int((z == k).sum()))
-    return X
+    return mixture_sample(n, np.random.default_rng(seed))
 
 
 @pytest.mark.parametrize("cov", ["full", "diag", "spherical"])
