@@ -211,7 +211,12 @@ def _gaussian_update(x, eta, s0, s1, s2, spherical, reg, mu, ivar, nrm, resp):
 
 @njit(cache=True, fastmath=_FAST)
 def gaussian_birth(x, eta, s0, s1, s2, spherical, reg, mu, ivar, nrm, var_init, k):
-    """Restart component ``k`` at ``x`` with variance ``var_init`` and weight ``eta``; shrink the others."""
+    """Restart component ``k`` at ``x`` with variance ``var_init`` and weight ``eta``; shrink the others.
+
+    Deliberately not ``inline="always"``: inlined into the subtractor's ``prange``
+    loop over ``carray`` views, numba 0.68 dropped its writes to ``s0[k]`` and
+    ``s2[k, 0]`` (found by the frame-loop-equals-step test).
+    """
     K = s0.shape[0]
     D = x.shape[0]
     keep = 1.0 - eta

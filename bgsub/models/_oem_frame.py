@@ -61,9 +61,9 @@ def _background_distance(w, d2, total, bg_ratio):
 
 
 @njit(cache=True, parallel=True, fastmath=_FAST, nogil=True)
-def oem_frame(frame, st0, st1, st2, cmu, civ, cnrm, step, learn, spherical, reg, birth_d2, var_init, bg_ratio, threshold2, score_max,
-              score, mask):
-    """One frame: step every pixel'val mixture (``learn``) and score it.
+def oem_frame(frame, st0, st1, st2, cmu, civ, cnrm, step, learn, spherical, reg, birth_d2, var_init, bg_ratio,
+              threshold2, score_max, score, mask):
+    """One frame: step every pixel's mixture (``learn``) and score it.
 
     Parameters
     ----------
@@ -72,7 +72,7 @@ def oem_frame(frame, st0, st1, st2, cmu, civ, cnrm, step, learn, spherical, reg,
     cmu, civ, cnrm : float32 (H, W, K, C), like ``st2``, (H, W, K)
         Each pixel's M-step cache (means, inverse variances, normalisers).
     step : float
-        Step size of this frame; 1 bootstraps (every pixel'val mixture becomes one
+        Step size of this frame; 1 bootstraps (every pixel's mixture becomes one
         component at its value with variance ``var_init``).
     learn : bool
         False scores without learning.

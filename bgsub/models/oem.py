@@ -226,7 +226,8 @@ class OEMSubtractor:
         else:
             eta = lr
         t2 = p["threshold"] ** 2
-        _oem_frame.oem_frame(img, self.s0_, self.s1_, self.s2_, self.mu_, self.ivar_, self.nrm_, eta, learn, p["covariance"] == "spherical",
+        _oem_frame.oem_frame(img, self.s0_, self.s1_, self.s2_, self.mu_, self.ivar_, self.nrm_, eta, learn,
+                             p["covariance"] == "spherical",
                              p["min_var"], p["birth"] ** 2, p["var_init"], p["bg_ratio"], t2, 3.0 * t2,
                              self._score, self._rawmask)
         if learn:

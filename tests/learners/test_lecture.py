@@ -35,7 +35,7 @@ def test_new_kernels_match_formula_everywhere(name, dim):
     np.testing.assert_allclose(gram(X, Y, kernel=name, width=width), want, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(kernel_matrix(X, Y, kernel=name, width=width), want, rtol=1e-9, atol=1e-12)
     assert self_kernel(KERNELS[name], X[0], width, 3.0, 1.0, EMPTY_LUT) == 1.0
-    assert (want > 0).any() and (name != "epanechnikov" or (want == 0).any() or width > 3)
+    assert (want > 0).any()
 
 
 def test_existing_kernel_ids_are_stable():
@@ -190,13 +190,8 @@ def test_gaussian_full_step_matches_the_transcription():
 def test_bernoulli_step_matches_the_transcription():
     rng = np.random.default_rng(5)
     X = (rng.random((60, 8)) < np.where(rng.random((60, 1)) < 0.5, 0.2, 0.8)).astype(float)
-    est = OnlineBernoulliMixture(2, random_state=0).partial_fit(X[:5])
-    S = ([1 / 2, 1 / 2], (est._s1 * 0).tolist())
-    est2 = OnlineBernoulliMixture(2, random_state=0)
-    est2.partial_fit(X[:2])
-    # replay from the initial state of a fresh estimator
+    # replay from the initial guess of a fresh estimator
     fresh = OnlineBernoulliMixture(2, random_state=0)
-    fresh._check_params()
     fresh._initialise(X, fresh._check_params())
     S = (fresh._s0.tolist(), fresh._s1.tolist())
     lls = []
