@@ -119,6 +119,9 @@ class PixelKernelSubtractor:
 
     _SPECS: tuple[ParamSpec, ...] = ()
     _score_offset = 0.0
+    #: State saved by :meth:`save` (see :mod:`bgsub.checkpoint`); subclasses with more state extend these.
+    _STATE_ARRAYS: tuple[str, ...] = ("samples_", "coef_", "ring_", "rho_")
+    _STATE_SCALARS: tuple[str, ...] = ("scale_", "n_frames_", "n_steps_")
 
     def __init__(self, **params: Any) -> None:
         specs = {p.name: p for p in self._SPECS}
@@ -283,13 +286,15 @@ class PixelKernelSubtractor:
         return mask
 
     # ------------------------------------------------------------------ API
-    def apply(self, frame: np.ndarray, learningRate: float = -1) -> np.ndarray:
-        """Classify ``frame`` and update the model.
+    def apply(self, image: np.ndarray, fgmask: np.ndarray | None = None, learningRate: float = -1) -> np.ndarray:
+        """Classify ``image`` and update the model (OpenCV's ``apply(image[, fgmask[, learningRate]])``).
 
         Parameters
         ----------
-        frame : ndarray (H, W) or (H, W, 3) of uint8
+        image : ndarray (H, W) or (H, W, 3) of uint8
             Grey or BGR frame; every frame of a stream must have the same size.
+        fgmask : ndarray (H, W) of uint8, optional
+            Written with the mask and returned, as OpenCV does; None: a new array.
         learningRate : float
             -1: the model's own policy (``update_prob``, ``fg_update_prob``);
             0: do not update the model; in (0, 1]: probability that a background
@@ -303,7 +308,11 @@ class PixelKernelSubtractor:
         lr = float(learningRate)
         if not (lr == -1 or 0.0 <= lr <= 1.0) or math.isnan(lr):
             raise ValueError(f"learningRate must be -1 (automatic) or in [0, 1], got {learningRate}")
-        img = self._prepare(frame)
+        img = self._prepare(image)
+        if fgmask is not None and not (isinstance(fgmask, np.ndarray) and fgmask.dtype == np.uint8
+                                       and fgmask.shape == img.shape[:2]):
+            raise ValueError(f"fgmask must be None or a uint8 array of shape {img.shape[:2]}, got "
+                             f"{getattr(fgmask, 'dtype', type(fgmask).__name__)} {getattr(fgmask, 'shape', '')}")
         self._img = img
         if self.samples_ is None:
             self._allocate(img.shape[0], img.shape[1], img.shape[2])
@@ -331,7 +340,23 @@ class PixelKernelSubtractor:
             mask = self._postprocess(self._rawmask)
         self._mask = mask
         self.n_frames_ += 1
+        if fgmask is not None:
+            fgmask[...] = mask
+            return fgmask
         return mask.copy()
+
+    # OpenCV's cv::Algorithm / cv::BackgroundSubtractor housekeeping
+    def clear(self) -> None:
+        """Forget the model, as OpenCV's ``clear()`` (same as :meth:`reset`)."""
+        self.reset()
+
+    def empty(self) -> bool:
+        """False: the subtractor is usable (OpenCV's ``Algorithm.empty``)."""
+        return False
+
+    def getDefaultName(self) -> str:
+        """``"BackgroundSubtractor_<ClassName>"``, after OpenCV's ``BackgroundSubtractor_MOG2``."""
+        return f"BackgroundSubtractor_{type(self).__name__}"
 
     def _advance_scale(self) -> None:
         # the decay only changes with the parameters: computed once per parameter set
@@ -399,6 +424,17 @@ class PixelKernelSubtractor:
 
     def _decay(self) -> float:
         raise NotImplementedError
+
+    def save(self, path):
+        """Write the parameters and model to ``path`` (``.npz``, atomic); see :mod:`bgsub.checkpoint`."""
+        from bgsub import checkpoint
+        return checkpoint.save(self, path)
+
+    @classmethod
+    def load(cls, path) -> "PixelKernelSubtractor":
+        """The subtractor saved in ``path``; refuses a checkpoint of another algorithm."""
+        from bgsub import checkpoint
+        return checkpoint.load(path, algorithm=checkpoint.algorithm_name(cls))
 
     def __repr__(self) -> str:
         changed = {k: v for k, v in self.params.items()
