@@ -147,11 +147,12 @@ class OEMSubtractor:
         self.reset()
 
     def empty(self) -> bool:
-        """True before the first frame (OpenCV's ``Algorithm.empty``)."""
-        return self.s0_ is None
+        """False: the subtractor is usable (OpenCV's ``Algorithm.empty``)."""
+        return False
 
     def getDefaultName(self) -> str:
-        return "bgsub.OEM"
+        """``"BackgroundSubtractor_OEMSubtractor"``, after OpenCV's ``BackgroundSubtractor_MOG2``."""
+        return f"BackgroundSubtractor_{type(self).__name__}"
 
     def _allocate(self, H: int, W: int, C: int) -> None:
         K = self.params["n_components"]
@@ -199,7 +200,7 @@ class OEMSubtractor:
         ----------
         image : ndarray (H, W) or (H, W, 3) of uint8
         fgmask : ndarray (H, W) of uint8, optional
-            Written with the mask too (OpenCV's output argument).
+            Written with the mask and returned, as OpenCV does; None: a new array.
         learningRate : float
             -1: the schedule ``eta_n = max(1/n, learning_floor)``; 0: do not
             update; in (0, 1]: this frame's step size (1 restarts every pixel's
@@ -214,6 +215,10 @@ class OEMSubtractor:
         if math.isnan(lr) or not (lr == -1 or 0.0 <= lr <= 1.0):
             raise ValueError(f"learningRate must be -1 (automatic) or in [0, 1], got {learningRate}")
         img = self._prepare(image)
+        if fgmask is not None and not (isinstance(fgmask, np.ndarray) and fgmask.dtype == np.uint8
+                                       and fgmask.shape == img.shape[:2]):
+            raise ValueError(f"fgmask must be None or a uint8 array of shape {img.shape[:2]}, got "
+                             f"{getattr(fgmask, 'dtype', type(fgmask).__name__)} {getattr(fgmask, 'shape', '')}")
         first = self.s0_ is None
         if first:
             self._allocate(img.shape[0], img.shape[1], img.shape[2])
@@ -235,9 +240,8 @@ class OEMSubtractor:
         self.n_frames_ += 1
         mask = binary_median(self._rawmask, p["median"]) if p["median"] >= 3 else self._rawmask.copy()
         if fgmask is not None:
-            if not (isinstance(fgmask, np.ndarray) and fgmask.shape == mask.shape and fgmask.dtype == np.uint8):
-                raise ValueError(f"fgmask must be a uint8 array of shape {mask.shape}")
             fgmask[...] = mask
+            return fgmask
         return mask
 
     def getScoreMap(self) -> np.ndarray | None:
