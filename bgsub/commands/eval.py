@@ -44,6 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write CDnet submission masks DIR/<sequence>/bin%%06d.png")
     parser.add_argument("--max-frames", type=int, default=None, metavar="N",
                         help="process at most the first N frames of each sequence")
+    parser.add_argument("--augment", choices=("jitter", "illumination", "noise"), default=None,
+                        help="score a robustness variant of each sequence (bgsub.augment)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
@@ -148,11 +150,13 @@ def evaluate_sequence(seq: CDnetSequence, subtractor, out_dir: Path | None = Non
 
 
 def evaluate(paths: list[Path], make_subtractor: Callable[[], Any], out: Path | None = None,
-             max_frames: int | None = None, quiet: bool = True) -> tuple[list[dict], dict]:
-    """Evaluate a fresh subtractor on each sequence; returns ``(rows, mean)``."""
+             max_frames: int | None = None, quiet: bool = True, augment: str | None = None) -> tuple[list[dict], dict]:
+    """Evaluate a fresh subtractor on each sequence (or its ``augment`` variant); returns ``(rows, mean)``."""
+    from bgsub.augment import augment as augmented
+
     rows = []
     for path in paths:
-        seq = load_sequence(path)
+        seq = augmented(load_sequence(path), augment)
         name = _display_name(path, paths)
         if not seq.has_groundtruth:
             print(f"warning: {path} has no groundtruth/ folder; it is processed but not scored", file=sys.stderr)
@@ -218,7 +222,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     try:
         rows, mean = evaluate(paths, lambda: bgsub.create(algo, **params), args.out, args.max_frames,
-                              quiet=args.quiet or args.json)
+                              quiet=args.quiet or args.json, augment=getattr(args, "augment", None))
     except (OSError, ValueError) as exc:
         print(f"bgsub eval: error: {exc}", file=sys.stderr)
         return 1

@@ -14,7 +14,7 @@ from learners.kernels import GAUSSIAN_LUT, gaussian_lut
 from learners.steps import RHO_RULES, norma_decay, norma_novelty_step, olk_decay, olk_n_step
 
 RAW = dict(init="empty", update_prob=1.0, fg_update_prob=1.0, blur=0.0, median=0, open=0, close=0, min_area=0,
-           update_mask="raw")
+           update_mask="raw", diffuse_prob=0.0)
 
 
 def _stream(T=150, H=4, W=5, C=3, seed=0):
@@ -101,7 +101,7 @@ def test_olkn_pixel_matches_the_olk_one_class_estimator():
     if not hasattr(learners, "OLKOneClass"):
         pytest.skip("learners.OLKOneClass not available")
     frames = _stream(T=80)
-    sub = bgsub.createOLKN(**RAW, width=20.0, budget=7)
+    sub = bgsub.createOLKN(**RAW, width=20.0, budget=7, rho_rule="paper")
     scores = np.array([(sub.apply(fr), sub.getScoreMap())[1] for fr in frames])
     est = learners.OLKOneClass(kernel="gaussian", width=20.0, budget=7, C=0.2, nu=0.1, r=0.001)
     ref = []
