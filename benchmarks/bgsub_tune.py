@@ -12,6 +12,7 @@ Usage::
     # one command: candidates from a file, plain + jittered sequences, then the CV report
     python benchmarks/bgsub_tune.py grid --algo olkn --configs benchmarks/olkn_candidates.json \
         --augment jitter --out /tmp/olkn.jsonl --cv
+    python benchmarks/bgsub_tune.py cv --results /tmp/olkn.jsonl --exclude stabilise=phase
 
 ``--augment jitter`` adds the jittered copy of every sequence (its own rows,
 named ``seq+jitter``, kept in the sequence's family for the CV).
@@ -148,7 +149,8 @@ def cmd_grid(args):
                 print(f"{r['name']:>10} F={r['F']:.4f} {r['params']}", file=sys.stderr)
             fh.flush()
     if args.cv:
-        print(json.dumps(logo_cross_validate(load_results(args.out, args.algo)), indent=1))
+        table = exclude_configs(load_results(args.out, args.algo), args.exclude)
+        print(json.dumps(logo_cross_validate(table), indent=1))
     return 0
 
 
@@ -244,8 +246,14 @@ def cross_validate(table, folds=FOLDS):
     return out
 
 
+def exclude_configs(table, exclusions):
+    """``table`` without the configs whose parameters match any ``KEY=VALUE`` of ``exclusions``."""
+    drop = [(k, _autotype(v)) for k, _, v in (e.partition("=") for e in exclusions or [])]
+    return {c: v for c, v in table.items() if not any(json.loads(c).get(k) == v for k, v in drop)}
+
+
 def cmd_cv(args):
-    table = load_results(args.results, args.algo)
+    table = exclude_configs(load_results(args.results, args.algo), args.exclude)
     rep = logo_cross_validate(table) if args.scheme == "logo" else cross_validate(table)
     print(json.dumps(rep, indent=1))
     return 0
@@ -280,11 +288,15 @@ def main(argv=None):
                    help="file with a JSON list of parameter dicts to run instead of the grid (merged into --base)")
     g.add_argument("--cv", action="store_true",
                    help="then print the leave-one-group-out cross-validation of everything in --out for this algo")
+    g.add_argument("--exclude", action="append", default=[], metavar="KEY=VALUE",
+                   help="with --cv: leave out configs with this parameter value (e.g. stabilise=phase: too slow)")
     c = sub.add_parser("cv")
     c.add_argument("--results", required=True)
     c.add_argument("--algo", default=None)
     c.add_argument("--scheme", choices=("logo", "2fold"), default="logo",
                    help="leave-one-group-out over the families cdnet/sbi/ucsd (default), or the old fixed 2-fold split")
+    c.add_argument("--exclude", action="append", default=[], metavar="KEY=VALUE",
+                   help="leave out configs with this parameter value (e.g. stabilise=phase)")
     t = sub.add_parser("top")
     t.add_argument("--results", required=True)
     t.add_argument("--algo", default=None)

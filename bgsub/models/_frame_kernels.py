@@ -180,6 +180,23 @@ def background_image(samples, coef, ring, out):
 
 
 @njit(cache=True, inline="always")
+def _adaptive_prob(p_bg, adapt, rho, rho_lo):
+    """Per-pixel background update probability (SuBSENSE's adaptive T(x), driven by the offset).
+
+    A pixel whose quantile offset fell towards ``rho_lo`` (its values are often
+    novel: a dynamic background) learns more often:
+    ``p = p_bg + (1 - p_bg) * min(1, adapt * rho / rho_lo)``; ``adapt = 0`` or
+    ``rho >= 0`` leaves ``p_bg``.
+    """
+    if adapt <= 0.0 or rho >= 0.0 or rho_lo >= 0.0:
+        return p_bg
+    w = adapt * rho / rho_lo
+    if w > 1.0:
+        w = 1.0
+    return p_bg + np.int64((PROB_ONE - p_bg) * w)
+
+
+@njit(cache=True, inline="always")
 def _diffusion_source(nbr_mask, i, j, H, W, radius, p_diff, seed, frame_no, index):
     """Flat index of the neighbour whose value pixel ``(i, j)`` learns this frame, or -1.
 
@@ -205,9 +222,37 @@ def _diffusion_source(nbr_mask, i, j, H, W, radius, p_diff, seed, frame_no, inde
     return ii * W + jj
 
 
+@njit(cache=True, inline="always")
+def _olkn_learn_neighbour(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, r, nu, C, rho0, rho_rule,
+                          p_diff, radius, seed, frame_no):
+    """Neighbour diffusion for OLK_N: one step on a background neighbour's value, if drawn.
+
+    Returns ``(stepped, rho)``."""
+    q = _diffusion_source(nbr_mask, i, j, frame.shape[0], frame.shape[1], radius, p_diff, seed, frame_no, p)
+    if q < 0:
+        return False, rho0
+    xq = _vec(frame, fb, q, nc)
+    total, oldest = expansion_sum(xq, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+    a, new_rho = olk_n_update(xq, scale * total, scale * oldest, sv, cf, rg, scale, r, nu, C, rho0, rho_rule, 1.0, 0.0)
+    return True, new_rho
+
+
+@njit(cache=True, inline="always")
+def _norma_learn_neighbour(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, eta, lam, nu, rho0, p_diff,
+                           radius, seed, frame_no):
+    """Neighbour diffusion for nu-NORMA (see :func:`_olkn_learn_neighbour`). Returns ``(stepped, rho)``."""
+    q = _diffusion_source(nbr_mask, i, j, frame.shape[0], frame.shape[1], radius, p_diff, seed, frame_no, p)
+    if q < 0:
+        return False, rho0
+    xq = _vec(frame, fb, q, nc)
+    total, oldest = expansion_sum(xq, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+    alpha, new_rho = norma_novelty_update(xq, scale * total, sv, cf, rg, scale, eta, lam, nu, rho0, 0.0)
+    return True, new_rho
+
+
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi,
-               p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask, stepped):
+               adapt, p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask, stepped):
     """One OLK_N frame in one pass: score every pixel, then step the selected ones.
 
     Equivalent to :func:`score_frame` (``offset = 1``) followed by
@@ -217,7 +262,8 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
     :func:`learners.steps.olk_n_quantile_rho` at every frame. A pixel the policy
     does not select may learn a neighbour's value instead (:func:`_diffusion_source`,
     ``nbr_mask`` = the previous frame's raw mask). ``stepped[i]`` receives the
-    number of pixels of row ``i`` that stepped.
+    number of pixels of row ``i`` that stepped. ``adapt > 0`` raises the background
+    update probability of pixels whose offset dropped (:func:`_adaptive_prob`).
     """
     H = frame.shape[0]
     W = frame.shape[1]
@@ -245,17 +291,14 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
             if rho_rule == RHO_QUANTILE:
                 rho0 = olk_n_quantile_rho(f, rho0, rho_eta, rho_nu, rho_lo, rho_hi)
                 rho[i, j] = rho0
-            if _selected(fg, rg[1], B, p_bg, p_fg, seed, frame_no, p):
+            if _selected(fg, rg[1], B, _adaptive_prob(p_bg, adapt, rho0, rho_lo), p_fg, seed, frame_no, p):
                 a, new_rho = olk_n_update(x, f, scale * oldest, sv, cf, rg, scale, r, nu, C, rho0, rho_rule, 1.0, 0.0)
                 rho[i, j] = new_rho
                 n += 1
             else:
-                q = _diffusion_source(nbr_mask, i, j, H, W, radius, p_diff, seed, frame_no, p)
-                if q >= 0:
-                    xq = _vec(frame, fb, q, nc)
-                    total, oldest = expansion_sum(xq, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
-                    a, new_rho = olk_n_update(xq, scale * total, scale * oldest, sv, cf, rg, scale, r, nu, C, rho0,
-                                              rho_rule, 1.0, 0.0)
+                done, new_rho = _olkn_learn_neighbour(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, r, nu,
+                                                      C, rho0, rho_rule, p_diff, radius, seed, frame_no)
+                if done:
                     rho[i, j] = new_rho
                     n += 1
         stepped[i] = n
@@ -294,12 +337,9 @@ def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg,
                 rho[i, j] = new_rho
                 n += 1
             else:
-                q = _diffusion_source(nbr_mask, i, j, H, W, radius, p_diff, seed, frame_no, p)
-                if q >= 0:
-                    xq = _vec(frame, fb, q, nc)
-                    total, oldest = expansion_sum(xq, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
-                    alpha, new_rho = norma_novelty_update(xq, scale * total, sv, cf, rg, scale, eta, lam, nu, rho0,
-                                                          0.0)
+                done, new_rho = _norma_learn_neighbour(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, eta,
+                                                       lam, nu, rho0, p_diff, radius, seed, frame_no)
+                if done:
                     rho[i, j] = new_rho
                     n += 1
         stepped[i] = n
@@ -307,7 +347,7 @@ def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg,
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo,
-                      rho_hi, f_in, oldest_in, mask, p_bg, p_fg, p_diff, radius, seed, frame_no, stepped):
+                      rho_hi, adapt, f_in, oldest_in, mask, p_bg, p_fg, p_diff, radius, seed, frame_no, stepped):
     """OLK_N update at the pixels selected by an external ``mask`` (second pass after :func:`score_frame`).
 
     Used when the policy follows the post-processed mask (``update_mask="post"``);
@@ -334,18 +374,16 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho
             sv = _mat(samples, sb, p, B, nc)
             cf = _vec(coef, cb, p, B)
             rg = _vec(ring, rb, p, 2)
-            if _selected(mask[i, j] != 0, ring[i, j, 1], B, p_bg, p_fg, seed, frame_no, p):
+            if _selected(mask[i, j] != 0, ring[i, j, 1], B, _adaptive_prob(p_bg, adapt, rho0, rho_lo), p_fg, seed,
+                         frame_no, p):
                 a, new_rho = olk_n_update(_vec(frame, fb, p, nc), f_in[i, j], oldest_in[i, j], sv, cf, rg, scale, r,
                                           nu, C, rho0, rho_rule, 1.0, 0.0)
                 rho[i, j] = new_rho
                 n += 1
             else:
-                q = _diffusion_source(mask, i, j, H, W, radius, p_diff, seed, frame_no, p)
-                if q >= 0:
-                    xq = _vec(frame, fb, q, nc)
-                    total, oldest = expansion_sum(xq, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
-                    a, new_rho = olk_n_update(xq, scale * total, scale * oldest, sv, cf, rg, scale, r, nu, C, rho0,
-                                              rho_rule, 1.0, 0.0)
+                done, new_rho = _olkn_learn_neighbour(frame, fb, nc, mask, i, j, p, sv, cf, rg, lut, scale, r, nu, C,
+                                                      rho0, rho_rule, p_diff, radius, seed, frame_no)
+                if done:
                     rho[i, j] = new_rho
                     n += 1
         stepped[i] = n
@@ -376,12 +414,9 @@ def norma_update_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu
                 rho[i, j] = new_rho
                 n += 1
             else:
-                q = _diffusion_source(mask, i, j, H, W, radius, p_diff, seed, frame_no, p)
-                if q >= 0:
-                    xq = _vec(frame, fb, q, nc)
-                    total, oldest = expansion_sum(xq, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
-                    alpha, new_rho = norma_novelty_update(xq, scale * total, sv, cf, rg, scale, eta, lam, nu,
-                                                          rho[i, j], 0.0)
+                done, new_rho = _norma_learn_neighbour(frame, fb, nc, mask, i, j, p, sv, cf, rg, lut, scale, eta, lam,
+                                                       nu, rho[i, j], p_diff, radius, seed, frame_no)
+                if done:
                     rho[i, j] = new_rho
                     n += 1
         stepped[i] = n
@@ -409,32 +444,26 @@ def quantile_offsets(samples, coef, ring, scale, lut, q, rho):
     H = samples.shape[0]
     W = samples.shape[1]
     B = samples.shape[2]
-    n = lut.shape[0]
+    nc = samples.shape[3]
+    sb = samples.ctypes.data
+    cb = coef.ctypes.data
+    rb = ring.ctypes.data
     for i in prange(H):
         vals = np.empty(B, dtype=np.float64)
         for j in range(W):
+            p = i * W + j
             count = ring[i, j, 1]
             if count == 0:
                 continue
-            start = ring[i, j, 0]
+            sv = _mat(samples, sb, p, B, nc)
+            cf = _vec(coef, cb, p, B)
+            rg = _vec(ring, rb, p, 2)
             for a in range(count):
-                sa = start + a
-                if sa >= B:
-                    sa -= B
-                total = 0.0
-                for b in range(count):
-                    if b == a:
-                        continue
-                    sb_ = start + b
-                    if sb_ >= B:
-                        sb_ -= B
-                    d2 = 0
-                    for c in range(samples.shape[3]):
-                        e = np.int32(samples[i, j, sa, c]) - np.int32(samples[i, j, sb_, c])
-                        d2 += e * e
-                    if d2 < n:
-                        total += np.float64(coef[i, j, sb_]) * np.float64(lut[d2])
-                vals[a] = scale * total
+                slot = rg[0] + a
+                if slot >= B:
+                    slot -= B
+                total, _ = expansion_sum(sv[slot], sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+                vals[a] = scale * (total - np.float64(cf[slot]) * np.float64(lut[0]))  # leave the sample out
             v = np.sort(vals[:count])
             k = int(q * count)
             if k >= count:

@@ -38,6 +38,10 @@ OLKN_PARAMS = (
               "quantile rule: lowest offset (threshold f < 1 + rho_min; > -1 keeps unexplained values novel)", "",
               -0.99, 0.0),
     ParamSpec("rho_max", float, 0.0, "quantile rule: highest offset", "", 0.0, 10.0),
+    ParamSpec("adapt_update", float, 0.0,
+              "per-pixel update probability (quantile rule): a pixel whose offset fell towards rho_min learns more "
+              "often, p = update_prob + (1 - update_prob) * min(1, adapt_update * rho / rho_min) (0: off)", "",
+              0.0, 10.0),
 ) + with_defaults(COMMON_PARAMS, diffuse_prob=0.2)
 
 #: Named parameter sets; "paper" is Li et al.'s setting with the unconditional update.
@@ -89,7 +93,8 @@ class OLKNSubtractor(PixelKernelSubtractor):
 
     def _rho_args(self):
         p = self.params
-        return OLKN_RHO_RULES[p["rho_rule"]], p["rho_eta"], p["rho_nu"], p["rho_min"], p["rho_max"]
+        return (OLKN_RHO_RULES[p["rho_rule"]], p["rho_eta"], p["rho_nu"], p["rho_min"], p["rho_max"],
+                p["adapt_update"])
 
     def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
         p = self.params
