@@ -23,4 +23,6 @@ from bgsub.registry import (  # noqa: F401
 # Importing the models registers "olkn" and "norma".
 from bgsub.models import createNORMA, createOLKN  # noqa: F401,E402
 
+from bgsub.checkpoint import CheckpointError, load  # noqa: F401,E402
+
 __version__ = "0.1.0"

@@ -1,6 +1,8 @@
 """``bgsub`` command line: one sub-command per module.
 
 Each sub-command module defines ``add_arguments(parser)`` and ``main(args) -> int``.
+Errors look the same in every command: ``bgsub CMD: error: ...`` on stderr,
+exit status 2 for usage and parameter errors, 1 for runtime failures.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="bgsub",
         description="Background subtraction with online kernel learning (OLK_N, NORMA).",
     )
+    from bgsub import __version__
+
+    parser.add_argument("--version", action="version", version=f"bgsub {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         try:
@@ -32,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
             if exc.name != module_name:
                 raise
             continue
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        p = sub.add_parser(name, help=help_text, description=help_text, prog=f"bgsub {name}")
         module.add_arguments(p)
         p.set_defaults(_main=module.main)
     return parser

@@ -39,6 +39,7 @@ __all__ = [
     "StreamingROC",
     "SequenceScorer",
     "mean_metrics",
+    "format_metrics",
 ]
 
 #: The seven CDnet metrics, in the order CDnet reports them.
@@ -357,3 +358,13 @@ def mean_metrics(rows: Iterable[dict[str, float]], keys: Iterable[str] | None = 
         vals = [float(r[k]) for r in rows if k in r and r[k] is not None and not math.isnan(float(r[k]))]
         out[k] = float(np.mean(vals)) if vals else math.nan
     return out
+
+
+def format_metrics(metrics: dict[str, float]) -> str:
+    """One line of CDnet metrics: ``F=0.812 recall=... precision=... PWC=...`` (``nan`` where undefined)."""
+    parts = []
+    for key in ("F", "recall", "precision", "specificity", "FPR", "FNR", "PWC"):
+        if key in metrics:
+            v = metrics[key]
+            parts.append(f"{key}={'nan' if v is None or (isinstance(v, float) and math.isnan(v)) else f'{v:.3f}'}")
+    return " ".join(parts)

@@ -23,10 +23,23 @@ What ``spec`` may be:
 
 Problems the user can fix (missing path, empty or non-video file, a folder
 without images, a camera that does not open) raise :class:`SourceError`, a
-``ValueError`` whose message says what was wrong and what to do. A truncated or
-partly corrupt video yields every frame that decodes; ``frames_read`` and
-``decode_errors`` say how many frames came out and how many were lost, and
-:meth:`FrameSource.summary` says it in words.
+``ValueError`` whose message says what was wrong and what to do.
+
+Bad frames in the middle of a stream follow one policy for every source:
+
+* a frame that cannot be decoded (corrupt stretch of a video, damaged or empty
+  image file) is **skipped and counted**: ``decode_errors`` says how many were
+  lost, frame numbers keep the gap, and :meth:`FrameSource.summary` says it in
+  words; a truncated video simply ends early (``incomplete``);
+* grey, colour, BGRA and 16-bit frames are all delivered as 8-bit BGR, so a
+  switch between them is not an error;
+* a frame whose size differs from the first frame's **stops the source** with
+  :class:`BadFrameError` (a :class:`SourceError`), which carries the frame's
+  ``index`` and both sizes: a model of one size cannot go on with another.
+
+:meth:`FrameSource.close` may be called from another thread than the one
+reading, and returns at once even while a camera's or stream's read is blocked:
+the device is released when that read returns.
 """
 
 from __future__ import annotations
@@ -53,6 +66,7 @@ __all__ = [
     "Frame",
     "FrameSource",
     "SourceError",
+    "BadFrameError",
     "CameraSource",
     "VideoSource",
     "ImageFolderSource",
@@ -85,6 +99,27 @@ _CAMERA_MAX_FAILURES = 30
 
 class SourceError(ValueError):
     """A source cannot be opened or read; the message says what to do."""
+
+
+class BadFrameError(SourceError):
+    """A frame in the middle of a stream that the source cannot deliver (its size changed).
+
+    Attributes
+    ----------
+    index : int
+        The frame's number (as :attr:`Frame.index` would have been).
+    size, expected : tuple of int
+        ``(width, height)`` of this frame and of the earlier ones.
+    """
+
+    def __init__(self, index: int, size: tuple[int, int], expected: tuple[int, int], where: str) -> None:
+        self.index = int(index)
+        self.size = tuple(size)
+        self.expected = tuple(expected)
+        super().__init__(
+            f"frame {index} of {where} is {size[0]}x{size[1]} but the earlier frames are "
+            f"{expected[0]}x{expected[1]}: every frame of a sequence must have the same size"
+        )
 
 
 @dataclass
@@ -192,8 +227,44 @@ class FrameSource:
         self.size: tuple[int, int] | None = None
         self.closed = False
         # close() may come from another thread than the one iterating (a GUI
-        # closing a camera read by a worker): reads and release take turns.
+        # closing a camera read by a worker). The lock guards the capture handle,
+        # never a read: close() must return even while a read hangs.
         self._lock = threading.RLock()
+        self._reading = False
+
+    def _read(self, cap) -> tuple[bool, np.ndarray | None] | None:
+        """``cap.read()`` without holding the lock; None when the source was closed.
+
+        A :meth:`close` during the read does not wait for it: it leaves releasing
+        the capture to this reader, which does it as soon as the read returns.
+        """
+        with self._lock:
+            if self.closed or self._cap is not cap:
+                return None
+            self._reading = True
+        try:
+            ok, image = cap.read()
+        finally:
+            with self._lock:
+                self._reading = False
+                orphaned = self._cap is not cap
+            if orphaned:  # closed (or reopened) while reading: this handle is ours to release
+                cap.release()
+        return None if orphaned else (ok, image)
+
+    def _release_capture(self) -> None:
+        """Drop the capture handle; release it now unless a read is under way (see :meth:`_read`)."""
+        with self._lock:
+            cap, self._cap = getattr(self, "_cap", None), None
+            if cap is not None and not self._reading:
+                cap.release()
+
+    def _check_size(self, index: int, image: np.ndarray) -> None:
+        """Raise :class:`BadFrameError` when ``image`` differs in size from the earlier frames."""
+        size = (image.shape[1], image.shape[0])
+        if self.size is not None and size != self.size:
+            raise BadFrameError(index, size, self.size, self.describe())
+        self.size = size
 
     # -- iteration ---------------------------------------------------------
     def __iter__(self) -> Iterator[Frame]:
@@ -396,11 +467,13 @@ class CameraSource(FrameSource):
         failures = 0
         delivered = 0
         while self.max_frames is None or delivered < self.max_frames:
-            with self._lock:
-                cap = self._cap
-                if self.closed or cap is None:
-                    return
-                ok, image = cap.read()
+            cap = self._cap
+            if self.closed or cap is None:
+                return
+            read = self._read(cap)
+            if read is None:
+                return
+            ok, image = read
             if not ok or image is None:
                 failures += 1
                 self.decode_errors += 1
@@ -411,21 +484,20 @@ class CameraSource(FrameSource):
                 continue
             failures = 0
             image = _as_bgr(image)
-            self.size = (image.shape[1], image.shape[0])
+            if self._next_index == 1:
+                self.size = None  # the camera may not deliver the size it reported
+            self._check_size(self._next_index, image)
             frame = Frame(self._next_index, image)
             self._next_index += 1
             delivered += 1
             yield frame
 
     def close(self) -> None:
-        lock = getattr(self, "_lock", None)
-        if lock is None:
+        if getattr(self, "_lock", None) is None:
             return
-        with lock:
-            cap, self._cap = getattr(self, "_cap", None), None
-            if cap is not None:
-                cap.release()
-            super().close()
+        with self._lock:
+            self.closed = True
+            self._release_capture()
 
 
 # --------------------------------------------------------------------------
@@ -530,8 +602,7 @@ class VideoSource(FrameSource):
             pending, self._first = self._first, None
             if self._cap is None or pending is None:
                 # A second pass: reopen from the start.
-                if self._cap is not None:
-                    self._cap.release()
+                self._release_capture()
                 self._cap = self._open()
             cap = self._cap
         expected = self.container_frame_count
@@ -542,10 +613,10 @@ class VideoSource(FrameSource):
             if pending is not None:
                 image, pending = pending, None
             else:
-                with self._lock:
-                    if self._cap is not cap or self.closed:  # closed while iterating
-                        return
-                    ok, image = cap.read()
+                read = self._read(cap)
+                if read is None:  # closed while iterating
+                    return
+                ok, image = read
                 if not ok or image is None:
                     if self.is_live:
                         failures += 1
@@ -567,20 +638,19 @@ class VideoSource(FrameSource):
             position += 1
             if position < self.start:
                 continue
+            image = _as_bgr(image)
+            self._check_size(position, image)
             delivered += 1
-            yield Frame(position, _as_bgr(image))
+            yield Frame(position, image)
         self._finished = True
 
     def close(self) -> None:
-        lock = getattr(self, "_lock", None)
-        if lock is None:
+        if getattr(self, "_lock", None) is None:
             return
-        with lock:
-            cap, self._cap = getattr(self, "_cap", None), None
-            if cap is not None:
-                cap.release()
+        with self._lock:
+            self.closed = True
+            self._release_capture()
             self._first = None
-            super().close()
 
 
 def _check_video_file(p: Path) -> None:
@@ -712,12 +782,7 @@ class ImageFolderSource(FrameSource):
             if image is None:
                 self.decode_errors += 1
                 continue
-            size = (image.shape[1], image.shape[0])
-            if self.size is not None and size != self.size:
-                raise SourceError(
-                    f"{f} is {size[0]}x{size[1]} but the earlier images in {self.path} are "
-                    f"{self.size[0]}x{self.size[1]}: every frame of a sequence must have the same size"
-                )
+            self._check_size(position, image)
             delivered += 1
             yield Frame(position, image)
         self._finished = True
@@ -782,13 +847,8 @@ class CDnetSource(FrameSource):
             if image is None:
                 self.decode_errors += 1
                 continue
-            size = (image.shape[1], image.shape[0])
-            if self.size is not None and size != self.size:
-                raise SourceError(
-                    f"{seq.input_paths[n]} is {size[0]}x{size[1]} but earlier frames are "
-                    f"{self.size[0]}x{self.size[1]}"
-                )
-            self.size = size
+            self._check_size(n, image)
+            size = self.size
             gt = None
             gt_path = seq.gt_paths.get(n)
             if gt_path is not None:

@@ -28,8 +28,12 @@ from typing import Any
 import cv2
 import numpy as np
 
+from learners._persist import write_atomic
+
 __all__ = [
     "write_bytes_atomic",
+    "temp_path",
+    "json_safe",
     "write_text_atomic",
     "write_json_atomic",
     "write_image_atomic",
@@ -78,16 +82,19 @@ def is_partial_name(name: str) -> bool:
     return bool(_PARTIAL_RE.match(name))
 
 
-def remove_partials(folder: str | os.PathLike, stem: str | None = None) -> int:
+def remove_partials(folder: str | os.PathLike, stem: str | None = None, *, prefix: str | None = None) -> int:
     """Delete temporary files and folders left in ``folder`` by a killed writer.
 
     Only names made by this module (``.NAME.partial...``) are touched; with
-    ``stem``, only those of ``NAME == stem``. Returns how many were removed.
+    ``stem``, only those of ``NAME == stem``; with ``prefix``, only names that
+    start with it (e.g. one job's ``.NAME.partial-JOBID-``). Returns how many
+    were removed.
     """
     folder = Path(folder)
     if not folder.is_dir():
         return 0
-    prefix = f".{stem}.partial" if stem is not None else None
+    if prefix is None and stem is not None:
+        prefix = f".{stem}.partial"
     removed = 0
     for e in os.scandir(folder):
         if not is_partial_name(e.name) or (prefix is not None and not e.name.startswith(prefix)):
@@ -103,29 +110,16 @@ def remove_partials(folder: str | os.PathLike, stem: str | None = None) -> int:
     return removed
 
 
-def _temp_name(path: Path) -> Path:
+def temp_path(path: str | os.PathLike) -> Path:
+    """A temporary name beside ``path`` (``.STEM.partial-PID-RANDOM.SUFFIX``), removed by :func:`remove_partials`."""
     # Keeps the suffix, which OpenCV uses to pick the container.
+    path = Path(path)
     return path.with_name(f".{path.stem}.partial-{os.getpid()}-{os.urandom(3).hex()}{path.suffix}")
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes, *, fsync: bool = False) -> Path:
-    """Write ``data`` to ``path`` through a temporary file and a rename."""
-    path = Path(path)
-    tmp = _temp_name(path)
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            if fsync:
-                fh.flush()
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            tmp.unlink()
-        except FileNotFoundError:
-            pass
-        raise
-    return path
+    """Write ``data`` to ``path`` through a temporary file and a rename (with ``fsync``: durably)."""
+    return write_atomic(path, data, fsync=fsync, tmp=temp_path(path))
 
 
 def write_text_atomic(path: str | os.PathLike, text: str, *, fsync: bool = False) -> Path:
@@ -147,20 +141,20 @@ def _json_default(obj: Any):
     raise TypeError(f"cannot write {type(obj).__name__} to JSON")
 
 
-def _finite(obj: Any) -> Any:
-    """NaN and infinities become None (JSON has neither)."""
+def json_safe(obj: Any) -> Any:
+    """``obj`` with NaN and infinities (in nested dicts, lists, tuples) turned into None: JSON has neither."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
+        return {k: json_safe(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
+        return [json_safe(v) for v in obj]
     return obj
 
 
 def write_json_atomic(path: str | os.PathLike, obj: Any, *, fsync: bool = True) -> Path:
     """Write ``obj`` as indented JSON to ``path`` atomically (NaN -> null)."""
-    text = json.dumps(_finite(obj), indent=2, default=_json_default, allow_nan=False)
+    text = json.dumps(json_safe(obj), indent=2, default=_json_default, allow_nan=False)
     return write_text_atomic(path, text + "\n", fsync=fsync)
 
 
@@ -211,7 +205,12 @@ class MaskWriter:
 
     def __init__(self, folder: str | os.PathLike, *, atomic: bool = True, compression: int = 1) -> None:
         self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OSError(f"cannot create the mask folder {self.folder}: {exc.strerror or exc}") from None
+        if not os.access(self.folder, os.W_OK):
+            raise OSError(f"cannot write masks into {self.folder}: permission denied")
         self.atomic = atomic
         self._params = [cv2.IMWRITE_PNG_COMPRESSION, int(compression)]
         self.count = 0
@@ -289,7 +288,7 @@ class MaskVideoWriter:
         self.fps = float(fps) if fps and fps > 0 else 25.0
         if not self.path.parent.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._tmp = _temp_name(self.path)
+        self._tmp = temp_path(self.path)
         self._writer: cv2.VideoWriter | None = None
         self._size: tuple[int, int] | None = None
         self._color: bool | None = None
@@ -376,11 +375,14 @@ class AtomicDir:
         self.final = Path(final)
         self.tmp: Path | None = None
 
+    def _temp_name(self) -> Path:
+        return self.final.with_name(f".{self.final.name}.partial-{os.getpid()}-{os.urandom(4).hex()}")
+
     def open(self) -> Path:
         """Create the temporary folder (permissions as for any new folder) and return it."""
         self.final.parent.mkdir(parents=True, exist_ok=True)
         while True:
-            tmp = self.final.with_name(f".{self.final.name}.partial-{os.getpid()}-{os.urandom(4).hex()}")
+            tmp = self._temp_name()
             try:
                 os.mkdir(tmp)  # unlike mkdtemp, honours the umask (not 0700)
             except FileExistsError:

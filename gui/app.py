@@ -22,6 +22,8 @@ import os
 import sys
 from pathlib import Path
 
+from bgsub.commands._common import add_frame_arguments, parse_size
+
 __all__ = ["main", "build_parser"]
 
 SAMPLE = "sample"
@@ -57,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="set a parameter of the algorithm (repeatable)",
     )
     p.add_argument("--threshold", type=float, default=0.0, help="score threshold of the mask (default 0)")
+    add_frame_arguments(p)
     p.add_argument("--paused", action="store_true", help="open the source without starting to play")
     p.add_argument("--frames", type=int, default=None, metavar="N", help="pause after N frames")
     p.add_argument(
@@ -78,16 +81,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _parse_size(text: str) -> tuple[int, int]:
-    try:
-        w, h = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise ValueError(f"--size takes WIDTHxHEIGHT, e.g. 1400x880; got {text!r}") from None
-    if w < 200 or h < 200:
-        raise ValueError(f"--size must be at least 200x200, got {text!r}")
-    return w, h
-
-
 def _display_available() -> bool:
     """False on a Unix without X11 or Wayland (where Qt would abort), unless a platform is forced."""
     if os.environ.get("QT_QPA_PLATFORM") or sys.platform in ("win32", "darwin"):
@@ -106,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        size = _parse_size(args.size)
+        size = parse_size(args.size, "--size", 200, "1400x880")
     except ValueError as exc:
         parser.error(str(exc))
     if args.frames is not None and args.frames < 1:
@@ -144,7 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         algo = args.algo
         if algo is not None and algo not in registry.algorithms():
             raise ValueError(f"unknown algorithm {algo!r}; choose one of {', '.join(registry.algorithms())}")
-        session = Session(algo=algo, threshold=args.threshold)
+        from bgsub.pipeline import load_roi
+
+        roi = load_roi(args.roi) if args.roi is not None else None
+        session = Session(algo=algo, threshold=args.threshold, roi=roi, scale=args.scale, min_area=args.min_area)
         params = registry.default_params(session.algo, args.preset) if args.preset else {}
         params.update(registry.parse_assignments(session.algo, args.assignments))
         if params:

@@ -129,6 +129,10 @@ class MainWindow(QMainWindow):
 
         self._warmed: set = set()
         self.warm_up(session.algo, session.params)
+        # The window's own copy of the algorithm and parameters, kept current from the
+        # worker's signals: the session belongs to the worker thread from here on.
+        self.algo: str = session.algo
+        self.params: dict = dict(session.params)
         self.controller = SessionController(session, self)
         worker = self.controller.worker
         worker.resultReady.connect(self._on_result_ready)
@@ -141,6 +145,7 @@ class MainWindow(QMainWindow):
         worker.error.connect(self.show_error)
         worker.info.connect(self.show_message)
         worker.frameLimitReached.connect(self._on_frame_limit)
+        worker.modelLoaded.connect(self._on_model_loaded)
 
         self.views = FrameViews()
         self.metrics = MetricsPanel()
@@ -202,6 +207,8 @@ class MainWindow(QMainWindow):
         self.open_folder_action = self._action("Open &folder (images or CDnet)…", self.choose_folder, "Ctrl+Shift+O")
         self.open_sample_action = self._action("Open bundled &sample", self.open_sample, "Ctrl+B")
         self.save_action = self._action("Save &masks to a folder…", self._toggle_save, "Ctrl+S", checkable=True)
+        self.save_model_action = self._action("Save mo&del…", self.choose_save_model)
+        self.load_model_action = self._action("&Load model…", self.choose_load_model)
         self.quit_action = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit)
         self.play_action = self._action("&Play / pause", self.toggle_play, "Space")
         self.step_action = self._action("&Step one frame", self.controller.step, "Right")
@@ -221,6 +228,8 @@ class MainWindow(QMainWindow):
         menu.addMenu(self.recent_menu)
         menu.addSeparator()
         menu.addAction(self.save_action)
+        menu.addAction(self.save_model_action)
+        menu.addAction(self.load_model_action)
         menu.addSeparator()
         menu.addAction(self.quit_action)
 
@@ -367,6 +376,7 @@ class MainWindow(QMainWindow):
         self.controls.show_algorithm(algo, params)
         try:
             self.warm_up(algo, {**registry.default_params(algo), **(params or {})})
+            self.algo, self.params = algo, {**registry.default_params(algo), **(params or {})}
         except ValueError:
             pass  # a bad value: the worker refuses it and says why
         self.controller.set_algorithm(algo, params)
@@ -378,12 +388,29 @@ class MainWindow(QMainWindow):
         self._on_param_edited(name, value)
 
     def _on_param_edited(self, name: str, value: Any) -> None:
-        session = self.controller.session
-        algo = session.algo
-        specs = {p.name: p for p in registry.param_specs(algo)}
+        specs = {p.name: p for p in registry.param_specs(self.algo)}
         if name in specs and not specs[name].live:
-            self.warm_up(algo, {**dict(session.params), name: value})
+            self.warm_up(self.algo, {**self.params, name: value})
         self.controller.set_param(name, value)
+
+    def choose_save_model(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save the model", os.path.join(self._last_dir(), "model.npz"),
+                                              "bgsub model (*.npz)")
+        if path:
+            self.save_model(path)
+
+    def choose_load_model(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Load a model", self._last_dir(), "bgsub model (*.npz)")
+        if path:
+            self.load_model(path)
+
+    def save_model(self, path: str | os.PathLike) -> None:
+        """Save the current model (``.npz``; kernel subtractors only) -- the worker does it between frames."""
+        self.controller.save_model(os.fspath(path))
+
+    def load_model(self, path: str | os.PathLike) -> None:
+        """Continue with the model saved in ``path`` (its algorithm, parameters and state)."""
+        self.controller.load_model(os.fspath(path))
 
     def warm_up(self, algo: str, params: dict) -> None:
         """Compile ``algo``'s kernels for ``params`` here, in the GUI thread (see :func:`gui.model.warm_up`).
@@ -490,16 +517,23 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(reason)
 
     def _on_param_changed(self, change: ParamChange) -> None:
+        self.params[change.name] = change.value
         self.controls.params.set_value(change.name, change.value)
         self.controls.set_score_range(*change.score_range)
         if change.live:
             self.statusBar().showMessage(change.message)
 
     def _on_algorithm_rejected(self, algo: str, params: dict) -> None:
+        self.algo, self.params = algo, dict(params)
+        self.controls.show_algorithm(algo, params)
+
+    def _on_model_loaded(self, algo: str, params: dict) -> None:
+        self.algo, self.params = algo, dict(params)
         self.controls.show_algorithm(algo, params)
 
     def controls_show_param(self, name: str, value: Any) -> None:
         """Show ``value`` in parameter ``name``'s widget (after a rejected change)."""
+        self.params[name] = value
         self.controls.params.set_value(name, value)
 
     def _on_frame_limit(self, frames: int) -> None:

@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-import cv2
 import numpy as np
 
 from bgsub import registry
-from bgsub.metrics import ConfusionCounts, StreamingROC, frame_counts
+from bgsub.metrics import ConfusionCounts
+from bgsub.pipeline import MaskFiles, Pipeline, Region, Scores
 from bgsub.sources import SourceError, open_source
 
 __all__ = [
@@ -31,7 +30,6 @@ __all__ = [
     "FrameResult",
     "SourceInfo",
     "LatestFrameReader",
-    "MaskSaver",
     "Session",
     "default_algorithm",
     "warm_up",
@@ -301,55 +299,6 @@ class LatestFrameReader:
         self._thread.join(timeout)
 
 
-class MaskSaver:
-    """Write masks as ``bin%06d.png`` (CDnet naming) into a folder.
-
-    Each file is written under a temporary name and renamed, so a reader never
-    sees half a PNG.
-
-    Parameters
-    ----------
-    folder : path
-        Created when missing.
-    """
-
-    def __init__(self, folder: str | os.PathLike) -> None:
-        self.folder = Path(folder)
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise OSError(f"cannot create the mask folder {self.folder}: {exc.strerror or exc}") from None
-        if not os.access(self.folder, os.W_OK):
-            raise OSError(f"cannot write masks into {self.folder}: permission denied")
-        #: Number of masks written.
-        self.written = 0
-        # mkstemp makes files 0600; masks get the usual permissions of new files.
-        umask = os.umask(0)
-        os.umask(umask)
-        self._mode = 0o666 & ~umask
-
-    def save(self, index: int, mask: np.ndarray) -> Path:
-        """Write ``mask`` as ``bin{index:06d}.png``; return its path."""
-        target = self.folder / f"bin{index:06d}.png"
-        ok, data = cv2.imencode(".png", mask)
-        if not ok:
-            raise OSError(f"cannot encode mask {index} as PNG")
-        fd, tmp = tempfile.mkstemp(prefix=".bin", suffix=".png.tmp", dir=self.folder)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data.tobytes())
-            os.chmod(tmp, self._mode)
-            os.replace(tmp, target)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        self.written += 1
-        return target
-
-
 def _describe_change(spec: registry.ParamSpec, value: Any, live: bool) -> str:
     unit = f" {spec.unit}" if spec.unit else ""
     shown = f"{value:g}" if isinstance(value, float) else str(value)
@@ -376,6 +325,12 @@ class Session:
         ``open_source(spec) -> FrameSource``; :func:`bgsub.sources.open_source`.
     clock : callable
         Monotonic seconds, for the frame rate.
+    roi : ndarray of bool, shape (H, W), optional
+        Process only these pixels (:class:`bgsub.pipeline.Region`).
+    scale : float
+        Processing resolution relative to the input, in (0, 1].
+    min_area : int
+        Drop foreground blobs smaller than this many pixels.
 
     Attributes
     ----------
@@ -402,6 +357,9 @@ class Session:
         threshold: float = 0.0,
         source_opener: Callable[..., Any] = open_source,
         clock: Callable[[], float] = time.perf_counter,
+        roi: np.ndarray | None = None,
+        scale: float = 1.0,
+        min_area: int = 0,
     ) -> None:
         self._open = source_opener
         self._clock = clock
@@ -409,11 +367,15 @@ class Session:
         self.info: SourceInfo | None = None
         self._frames: Iterator | None = None
         self._reader: LatestFrameReader | None = None
-        self._saver: MaskSaver | None = None
+        self._saver: MaskFiles | None = None
         self.algo = algo or default_algorithm()
         self.params = registry.default_params(self.algo)
         self.params.update(registry.validate_params(self.algo, dict(params or {})))
         self.threshold = self._check_threshold(threshold)
+        Region(roi, scale)  # ValueError for a bad ROI or scale, before anything runs
+        if min_area < 0:
+            raise ValueError(f"min_area must be >= 0, got {min_area}")
+        self._roi, self._scale, self._min_area = roi, float(scale), int(min_area)
         self.subtractor = None
         self.reset_model()
 
@@ -491,12 +453,18 @@ class Session:
         self.processed = 0
         self._fps = 0.0
         self._last_time: float | None = None
-        self._roc: StreamingROC | None = None
-        self._reset_counts()
+        self._scores = Scores(roc=True)
+        self._pipeline = Pipeline(subtractor, region=Region(self._roi, self._scale), threshold=self.threshold,
+                                  min_area=self._min_area, keep_score=True, track=False, sinks=[self._scores])
+        self._pipeline.sequence = getattr(self.source, "sequence", None)
+        self._set_saver(self._saver)
+
+    def _set_saver(self, saver: MaskFiles | None) -> None:
+        self._saver = saver
+        self._pipeline.sinks = [self._scores] + ([saver] if saver is not None else [])
 
     def _reset_counts(self) -> None:
-        self._counts: ConfusionCounts | None = None
-        self._scored_frames = 0
+        self._scores.reset_counts()
 
     def set_algorithm(self, algo: str, params: dict[str, Any] | None = None) -> None:
         """Switch to ``algo`` (its defaults, updated by ``params``); resets the model.
@@ -557,6 +525,7 @@ class Session:
     def set_threshold(self, value: float) -> None:
         """Score threshold of the mask (0: the subtractor's own); restarts the F counts."""
         self.threshold = self._check_threshold(value)
+        self._pipeline.threshold = self.threshold
         self._reset_counts()
 
     @property
@@ -569,7 +538,7 @@ class Session:
 
     def set_save_folder(self, folder: str | os.PathLike | None) -> None:
         """Write every following mask into ``folder`` as ``bin%06d.png``; None stops."""
-        self._saver = MaskSaver(folder) if folder is not None else None
+        self._set_saver(MaskFiles(folder, replace=False) if folder is not None else None)
 
     @property
     def save_folder(self) -> Path | None:
@@ -579,7 +548,7 @@ class Session:
     @property
     def masks_saved(self) -> int:
         """Masks written into :attr:`save_folder` since it was set."""
-        return self._saver.written if self._saver is not None else 0
+        return self._saver.count if self._saver is not None else 0
 
     # ------------------------------------------------------------------ frames
 
@@ -616,14 +585,8 @@ class Session:
         return self.process(frame)
 
     def process(self, frame) -> FrameResult:
-        """Run the subtractor on one :class:`bgsub.sources.Frame`; update metrics."""
-        image = frame.image
-        own_mask = self.subtractor.apply(image)
-        score = self.subtractor.getScoreMap() if hasattr(self.subtractor, "getScoreMap") else None
-        if score is not None and self.threshold != 0.0:
-            mask = np.where(score > self.threshold, np.uint8(255), np.uint8(0))
-        else:
-            mask = own_mask
+        """Run one :class:`bgsub.sources.Frame` through the pipeline; update metrics and the rate."""
+        out = self._pipeline.process(frame)
         self.processed += 1
 
         now = self._clock()
@@ -633,56 +596,34 @@ class Session:
             self._fps = rate if self._fps == 0.0 else 0.9 * self._fps + 0.1 * rate
         self._last_time = now
 
-        scored = self._is_scored(frame)
+        scores = self._scores
         roc = None
-        if scored:
-            gt = frame.groundtruth
-            roi = frame.roi
-            counts = frame_counts(mask, gt, roi)
-            self._counts = counts if self._counts is None else self._counts + counts
-            self._scored_frames += 1
-            if score is not None:
-                if self._roc is None:
-                    lo, hi = self.score_range
-                    self._roc = StreamingROC(lo, hi)
-                self._roc.update(score, gt, roi)
-        if self._roc is not None and self._roc.positives and self._roc.negatives:
-            fpr, tpr, _ = self._roc.curve()
-            op = self._roc.operating_point(self.threshold)
+        if scores.roc is not None and scores.roc.positives and scores.roc.negatives:
+            fpr, tpr, _ = scores.roc.curve()
+            op = scores.roc.operating_point(self.threshold)
             roc = RocSnapshot(
                 fpr=np.asarray(fpr, dtype=float),
                 tpr=np.asarray(tpr, dtype=float),
-                auc=float(self._roc.auc()),
+                auc=float(scores.roc.auc()),
                 operating_point=(float(op[0]), float(op[1])),
                 threshold=self.threshold,
             )
-
-        if self._saver is not None:
-            self._saver.save(frame.index, mask)
-
+        counts = scores.counts if scores.frames else None
         return FrameResult(
             index=int(frame.index),
             processed=self.processed,
-            image=image,
-            mask=mask,
-            score=score,
+            image=out.image,
+            mask=out.mask,
+            score=out.score,
             score_range=self.score_range,
             threshold=self.threshold,
-            foreground_fraction=float(np.count_nonzero(mask)) / mask.size,
+            foreground_fraction=float(np.count_nonzero(out.mask)) / out.mask.size,
             fps=self._fps,
             dropped=self.dropped,
             decode_errors=int(getattr(self.source, "decode_errors", 0) or 0),
-            scored=scored,
-            counts=self._counts,
-            metrics=self._counts.metrics() if self._counts is not None else None,
-            scored_frames=self._scored_frames,
+            scored=out.scored,
+            counts=counts,
+            metrics=scores.metrics(),
+            scored_frames=scores.frames,
             roc=roc,
         )
-
-    def _is_scored(self, frame) -> bool:
-        if frame.groundtruth is None:
-            return False
-        seq = getattr(self.source, "sequence", None)
-        if seq is not None:
-            return bool(seq.is_scored(frame.index))
-        return True

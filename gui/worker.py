@@ -18,13 +18,17 @@ import time
 import traceback
 from typing import Any
 
-from PySide6.QtCore import QObject, QThread, QTimer, Qt, Signal, Slot
+from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from bgsub.sources import SourceError
 
 from gui.model import FrameResult, Session
 
 __all__ = ["SessionWorker", "SessionController", "PlayState"]
+
+#: Worker threads that did not end in time (a read that never returns): kept referenced, so
+#: that Qt never destroys a running QThread; each ends by itself if its read ever returns.
+_ABANDONED: list = []
 
 
 class PlayState:
@@ -72,6 +76,8 @@ class SessionWorker(QObject):
         A status message.
     frameLimitReached(int)
         Playback paused after the frame limit (frames processed).
+    modelLoaded(str, object)
+        A saved model was loaded: its algorithm and parameters.
     """
 
     resultReady = Signal()
@@ -84,6 +90,7 @@ class SessionWorker(QObject):
     error = Signal(str)
     info = Signal(str)
     frameLimitReached = Signal(int)
+    modelLoaded = Signal(str, object)
 
     def __init__(self, session: Session) -> None:
         super().__init__()
@@ -96,6 +103,9 @@ class SessionWorker(QObject):
         self._frame_limit: int | None = None
         self._realtime = False
         self._next_due = 0.0
+        # The open source, for abort_source() from the window's thread (under _lock).
+        self._source = None
+        self._stopping = threading.Event()
 
     # -- the window's side (any thread) --------------------------------------
 
@@ -109,6 +119,20 @@ class SessionWorker(QObject):
     @property
     def state(self) -> str:
         return self._state
+
+    def abort_source(self) -> None:
+        """Close the open source from any thread, without waiting for a read under way. Thread-safe."""
+        with self._lock:
+            source = self._source
+        if source is not None:
+            try:
+                source.close()
+            except Exception:
+                traceback.print_exc()
+
+    def _track_source(self) -> None:
+        with self._lock:
+            self._source = self.session.source
 
     # -- the worker thread's side --------------------------------------------
 
@@ -145,9 +169,11 @@ class SessionWorker(QObject):
         try:
             info = self.session.open(spec)
         except Exception as exc:  # reported in the window, never a crash
+            self._track_source()
             self._set_state(PlayState.FAILED)
             self.error.emit(f"cannot open {spec}: {_user_message(exc)}")
             return
+        self._track_source()
         self._set_state(PlayState.PAUSED)
         self.sourceOpened.emit(info)
         self._model_reset(f"opened {info.name}")
@@ -188,9 +214,11 @@ class SessionWorker(QObject):
         try:
             self.session.restart()
         except Exception as exc:
+            self._track_source()
             self._set_state(PlayState.FAILED)
             self.error.emit(f"cannot restart: {_user_message(exc)}")
             return
+        self._track_source()
         if self.session.source is not None:
             self._set_state(PlayState.PAUSED)
         self._model_reset("restarted from the first frame")
@@ -249,9 +277,36 @@ class SessionWorker(QObject):
         self._realtime = bool(realtime)
         self._next_due = time.perf_counter()
 
+    @Slot(str)
+    def save_model(self, path: str) -> None:
+        """Save the current model to ``path`` (``.npz`` checkpoint)."""
+        try:
+            saved = self.session.subtractor.save(path)
+        except Exception as exc:
+            self.error.emit(f"cannot save the model: {_user_message(exc)}")
+            return
+        self.info.emit(f"model saved to {saved} after {self.session.subtractor.n_frames_} frames")
+
+    @Slot(str)
+    def load_model(self, path: str) -> None:
+        """Replace the model by the one saved in ``path``; it continues from its own frame count."""
+        import bgsub
+        from bgsub.checkpoint import algorithm_name
+
+        try:
+            subtractor = bgsub.load(path)
+            algo = algorithm_name(subtractor)
+            self.session.set_algorithm(algo, subtractor.get_params())
+            self.session._install(subtractor)
+        except Exception as exc:
+            self.error.emit(f"cannot load the model: {_user_message(exc)}")
+            return
+        self.modelLoaded.emit(algo, dict(self.session.params))
+        self._model_reset(f"model loaded from {path} ({algo}, {subtractor.n_frames_} frames seen)")
+
     @Slot()
     def shutdown(self) -> None:
-        """Stop playing and close the source; the thread may then quit."""
+        """Stop playing, close the source and end the thread's event loop."""
         self.pause()
         if self._timer is not None:
             self._timer.timeout.disconnect(self._tick)
@@ -261,10 +316,15 @@ class SessionWorker(QObject):
             self.session.close()
         except Exception:
             traceback.print_exc()
+        with self._lock:
+            self._source = None
         self._set_state(PlayState.IDLE)
+        thread = QThread.currentThread()
+        if thread is not None:
+            thread.quit()
 
     def _tick(self) -> None:
-        if self._state != PlayState.PLAYING:
+        if self._state != PlayState.PLAYING or self._stopping.is_set():
             return
         info = self.session.info
         if self._realtime and info is not None and not info.is_live and info.fps:
@@ -337,6 +397,8 @@ class SessionController(QObject):
     _save_folder = Signal(object)
     _frame_limit = Signal(object)
     _realtime = Signal(bool)
+    _save_model = Signal(str)
+    _load_model = Signal(str)
     _shutdown = Signal()
 
     def __init__(self, session: Session, parent: QObject | None = None) -> None:
@@ -358,11 +420,11 @@ class SessionController(QObject):
             (self._save_folder, self.worker.set_save_folder),
             (self._frame_limit, self.worker.set_frame_limit),
             (self._realtime, self.worker.set_realtime),
+            (self._save_model, self.worker.save_model),
+            (self._load_model, self.worker.load_model),
+            (self._shutdown, self.worker.shutdown),
         ):
             signal.connect(slot)
-        # Blocking: stop() returns only once the worker has closed the source and
-        # dropped its timer (at most one frame's processing later).
-        self._shutdown.connect(self.worker.shutdown, Qt.ConnectionType.BlockingQueuedConnection)
         self.thread.start()
 
     @property
@@ -403,13 +465,34 @@ class SessionController(QObject):
     def set_realtime(self, realtime: bool) -> None:
         self._realtime.emit(bool(realtime))
 
+    def save_model(self, path: str) -> None:
+        self._save_model.emit(str(path))
+
+    def load_model(self, path: str) -> None:
+        self._load_model.emit(str(path))
+
     def take_result(self) -> FrameResult | None:
         return self.worker.take_result()
 
-    def stop(self, timeout_ms: int = 5000) -> bool:
-        """Close the source and end the thread; True when it ended in time."""
+    def stop(self, timeout_ms: int = 2500) -> bool:
+        """Close the source and end the thread, returning within about ``timeout_ms``.
+
+        The shutdown request is queued (never a blocking call: the worker may be
+        stuck in a read). If the thread has not ended after ``timeout_ms - 500``
+        ms, the source is closed from here (which unblocks a read that can be
+        unblocked) and the thread gets 500 ms more. A thread still running then is
+        left to end by itself (kept referenced); returns False in that case.
+        """
         if not self.thread.isRunning():
             return True
+        self.worker._stopping.set()
         self._shutdown.emit()
-        self.thread.quit()
-        return self.thread.wait(timeout_ms)
+        if self.thread.wait(max(0, timeout_ms - 500)):
+            return True
+        self.worker.abort_source()
+        if self.thread.wait(500):
+            return True
+        self.thread.setParent(None)
+        self.worker.setParent(None)
+        _ABANDONED.append((self.thread, self.worker))
+        return False

@@ -2,18 +2,27 @@
 
 Finds every video file and every CDnet-layout sequence folder under
 ``IN_DIR`` (recursively), and processes each in its own worker process (default:
-one per core) into its own folder under ``OUT_DIR`` that mirrors the input
-tree: ``IN_DIR/a/b/clip.mp4`` -> ``OUT_DIR/a/b/clip/bin%06d.png``,
-``IN_DIR/cat/seq/`` (CDnet) -> ``OUT_DIR/cat/seq/bin%06d.png``.
+one per core, ``--threads`` numba/OpenCV threads each) or, with ``--scheduler``,
+as one task on a Dask cluster (:mod:`bgsub.cluster`), into its own folder under
+``OUT_DIR`` that mirrors the input tree: ``IN_DIR/a/b/clip.mp4`` ->
+``OUT_DIR/a/b/clip/bin%06d.png``, ``IN_DIR/cat/seq/`` (CDnet) ->
+``OUT_DIR/cat/seq/bin%06d.png``; names that would clash get the video's
+extension (:func:`bgsub.jobs.plan_jobs`).
 
-Each output folder is filled under a temporary name (``.NAME.partial-...``),
-``result.json`` is written into it last, and only then is it renamed into place:
-an output folder that exists is finished. ``OUT_DIR/manifest.json`` (written
-atomically after every video) records the parameters, each input's status,
-frame counts, fps and errors, and one entry per invocation.
+An ``OUT_DIR`` that is, contains, or lies inside an input is refused before
+anything is written (:func:`bgsub.jobs.check_output_location`), and one batch at
+a time writes into an ``OUT_DIR`` (:class:`bgsub.jobs.OutputLock`). Each output
+folder is filled under a temporary name carrying its job id, ``result.json``
+(with the source's path, size and modification time and the settings) is
+written last, every file is ``fsync``-ed, and only then is the folder renamed
+into place (:class:`bgsub.jobs.JobDir`): an output folder that exists is
+finished. ``OUT_DIR/manifest.json`` (written atomically after every input)
+records the parameters, each input's status and output folder, frame counts,
+fps and errors, and one entry per invocation.
 
-Re-running the same command resumes: finished videos are skipped, unfinished or
-failed ones are redone, and temporary leftovers of a killed run are removed. A
+Re-running the same command resumes: an input is skipped only when its folder
+holds a finished result of the same source and settings; unfinished, failed or
+changed ones are redone, and temporary leftovers of a killed run are removed. A
 different algorithm or parameters on the same ``OUT_DIR`` is refused unless
 ``--overwrite`` (redo everything). One bad video does not stop the others; it is
 reported in the manifest and the exit code is 1.
@@ -29,23 +38,37 @@ import math
 import multiprocessing as mp
 import os
 import queue as _queue
-import shutil
 import signal
 import sys
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bgsub.cdnet import is_cdnet_sequence
-from bgsub.commands.run import ConfigError, add_algorithm_arguments, format_metrics, resolve_algorithm
+from bgsub.commands._common import add_algorithm_arguments, error
+from bgsub.jobs import (
+    RESULT_FILE,
+    Job,
+    JobDir,
+    OutputLock,
+    UnsafeOutputError,
+    available_cores,
+    check_output_location,
+    current_threads,
+    default_threads,
+    is_finished,
+    limit_threads,
+    plan_jobs,
+    read_result,
+    remove_job_partials,
+    source_fingerprint,
+)
+from bgsub.metrics import format_metrics
+from bgsub.settings import ConfigError, resolve_algorithm
 from bgsub.sources import VIDEO_EXTENSIONS, SourceError, natural_sort_key, open_source
 from bgsub.writers import (
-    AtomicDir,
     Manifest,
-    MaskVideoWriter,
-    MaskWriter,
     remove_partials,
     utc_now,
     write_json_atomic,
@@ -53,34 +76,9 @@ from bgsub.writers import (
 
 __all__ = ["Job", "find_inputs", "plan_jobs", "is_finished", "process_job", "run_batch", "add_arguments", "main"]
 
-#: Written into each output folder last, before it is renamed into place.
-RESULT_FILE = "result.json"
 MANIFEST_FILE = "manifest.json"
 #: Progress messages from the workers are sent every this many frames.
 _PROGRESS_EVERY = 10
-
-
-@dataclass(frozen=True)
-class Job:
-    """One input of a batch.
-
-    Attributes
-    ----------
-    key : str
-        Path of the input relative to ``IN_DIR`` (POSIX separators); the
-        manifest's key.
-    source : str
-        Absolute path of the video file or sequence folder.
-    kind : str
-        ``"video"`` or ``"cdnet"``.
-    output : str
-        Absolute path of its output folder.
-    """
-
-    key: str
-    source: str
-    kind: str
-    output: str
 
 
 def find_inputs(in_dir: str | os.PathLike, pattern: str | None = None,
@@ -136,48 +134,6 @@ def find_inputs(in_dir: str | os.PathLike, pattern: str | None = None,
     return found
 
 
-def plan_jobs(in_dir: str | os.PathLike, out_dir: str | os.PathLike, inputs: list[tuple[Path, str]]) -> list[Job]:
-    """Output folder of each input, mirroring the input tree under ``out_dir``.
-
-    A video ``a/clip.mp4`` goes to ``a/clip/``; when two videos of one folder
-    share a stem (``clip.mp4``, ``clip.avi``), each keeps its suffix
-    (``clip_mp4/``, ``clip_avi/``). A sequence folder keeps its name.
-    """
-    root = Path(in_dir).resolve()
-    out = Path(out_dir).resolve()
-    stems: dict[tuple[str, str], int] = {}
-    rels = []
-    for p, kind in inputs:
-        p = p.resolve()
-        rel = Path(p.name) if p == root else p.relative_to(root)
-        rels.append((p, kind, rel))
-        if kind == "video":
-            k = (rel.parent.as_posix(), rel.stem)
-            stems[k] = stems.get(k, 0) + 1
-    jobs = []
-    for p, kind, rel in rels:
-        if kind == "video":
-            clash = stems[(rel.parent.as_posix(), rel.stem)] > 1
-            name = f"{rel.stem}_{rel.suffix.lstrip('.')}" if clash else rel.stem
-            target = out / rel.parent / name
-        else:
-            target = out / rel
-        jobs.append(Job(rel.as_posix(), str(p), kind, str(target)))
-    return jobs
-
-
-def is_finished(job: Job) -> bool:
-    """True when ``job``'s output folder is in place with its ``result.json``."""
-    result = Path(job.output) / RESULT_FILE
-    if not result.is_file():
-        return False
-    try:
-        data = json.loads(result.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return False
-    return data.get("status") == "done"
-
-
 # --------------------------------------------------------------------------
 # Worker side
 # --------------------------------------------------------------------------
@@ -185,12 +141,15 @@ def is_finished(job: Job) -> bool:
 _worker_state: dict[str, Any] = {}
 
 
-def _init_worker(progress_queue, stop_event, parent_pid: int, algo: str, params: dict) -> None:
+def _init_worker(progress_queue, stop_event, parent_pid: int, algo: str, params: dict,
+                 threads: int | None = None) -> None:
     # Ctrl-C goes to the whole process group: the parent decides, through
     # stop_event, so that a worker never dies half-way through a write.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker_state.update(queue=progress_queue, stop=stop_event, batch_pid=parent_pid,
                          ppid=os.getppid(), polls=0)
+    if threads:
+        limit_threads(threads)
     # Warm up: compile (or load from numba's cache) the subtractor's kernels
     # once, so that the first video's fps is not the compiler's.
     try:
@@ -236,16 +195,39 @@ class _Failed(Exception):
     pass
 
 
+def process_frames(source, subtractor, folder: Path, mask_video: str | None, on_frame):
+    """One input's frames through the pipeline into ``folder`` (masks, optional ``masks.EXT`` video).
+
+    The folder is the job's temporary one (renamed into place as a whole), so
+    the masks are written without a rename each. Stops when the batch is told to.
+    """
+    from bgsub.pipeline import Callback, MaskFiles, MaskVideo, Pipeline, Scores
+
+    sinks = [MaskFiles(folder, replace=False, atomic=False), Scores(roc=False), Callback(on_frame)]
+    if mask_video:
+        sinks.append(MaskVideo(folder / f"masks{mask_video}", source.fps or 25.0))
+    return Pipeline(subtractor, sinks=sinks).run(source, should_stop=_stop_requested, catch_interrupt=False)
+
+
+def job_settings(algo: str, params: dict, mask_video: str | None, max_frames: int | None) -> dict:
+    """What a job's output depends on besides its source (recorded; resume compares it)."""
+    return {"algo": algo, "params": params, "mask_video": mask_video, "max_frames": max_frames}
+
+
 def process_job(job: Job, algo: str, params: dict, mask_video: str | None = None,
-                max_frames: int | None = None) -> dict:
-    """Process one input into its output folder; the worker's entry point.
+                max_frames: int | None = None, threads: int | None = None) -> dict:
+    """Process one input into its output folder; the worker's entry point (process pool or Dask).
 
     Returns the result record (``status`` ``done``, ``failed`` or
     ``interrupted``), which is also written as ``result.json`` into a finished
-    output folder.
+    output folder, with the source's fingerprint (path, size, modification time)
+    and the settings, which a resumed batch compares before skipping the job.
+    ``threads`` limits numba's and OpenCV's threads in this worker.
     """
-    from bgsub.commands.run import process
     from bgsub.registry import create
+
+    if threads:
+        limit_threads(threads)
 
     q = _worker_state.get("queue")
     record: dict[str, Any] = {
@@ -256,15 +238,22 @@ def process_job(job: Job, algo: str, params: dict, mask_video: str | None = None
         "params": params,
         "started": utc_now(),
         "worker_pid": os.getpid(),
+        "job_id": job.job_id,
+        "threads": current_threads(),
+        "settings": job_settings(algo, params, mask_video, max_frames),
     }
     final = Path(job.output)
+    earlier = read_result(final)
+    if earlier is not None and earlier.get("job_id") == job.job_id and earlier.get("status") == "done":
+        return earlier  # committed by this job already (a retried task whose result was lost with its worker)
     final.parent.mkdir(parents=True, exist_ok=True)
-    remove_partials(final.parent, final.name)
-    folder = AtomicDir(final)
+    # what an earlier attempt of this job left (a worker killed mid-job); never another job's
+    remove_job_partials(final, job.job_id)
+    folder = JobDir(final, job.job_id)
     tmp = folder.open()
     sent = [0]
 
-    def on_frame(frame, mask):
+    def on_frame(out):
         n = sent[0] + 1
         sent[0] = n
         if q is not None and n % _PROGRESS_EVERY == 0:
@@ -272,32 +261,18 @@ def process_job(job: Job, algo: str, params: dict, mask_video: str | None = None
 
     try:
         try:
+            record["source_id"] = source_fingerprint(job.source, job.kind)
             source = open_source(job.source, max_frames=max_frames)
-        except SourceError as exc:
+        except (SourceError, OSError) as exc:
             raise _Failed(str(exc)) from None
         with source:
             if q is not None:
                 q.put(("start", job.key, source.frame_count))
-            subtractor = create(algo, **params)
-            masks = MaskWriter(tmp, atomic=False)
-            video = MaskVideoWriter(tmp / f"masks{mask_video}", source.fps or 25.0) if mask_video else None
-            try:
-                result = process(source, subtractor, masks=masks, video=video, on_frame=on_frame,
-                                 should_stop=_stop_requested, catch_interrupt=False)
-            except SourceError as exc:
-                if video is not None:
-                    video.abort()
-                raise _Failed(str(exc)) from None
-            except BaseException:
-                if video is not None:
-                    video.abort()
-                raise
+            result = process_frames(source, create(algo, **params), tmp, mask_video, on_frame)
             if result.interrupted:
-                if video is not None:
-                    video.abort()
                 raise _Interrupted()
-            if video is not None:
-                video.close()
+            if result.error is not None:
+                raise _Failed(f"stopped at {result.error}")
         if q is not None and sent[0] % _PROGRESS_EVERY:
             q.put(("frames", job.key, sent[0] % _PROGRESS_EVERY))
         if result.frames == 0:
@@ -351,10 +326,7 @@ def process_job(job: Job, algo: str, params: dict, mask_video: str | None = None
 
 def default_workers() -> int:
     """One worker per core available to this process."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
+    return available_cores()
 
 
 def run_batch(
@@ -364,6 +336,9 @@ def run_batch(
     algo: str,
     params: dict,
     workers: int | None = None,
+    threads: int | None = None,
+    scheduler: str | None = None,
+    security: Any = None,
     pattern: str | None = None,
     mask_video: str | None = None,
     max_frames: int | None = None,
@@ -372,6 +347,19 @@ def run_batch(
     log=None,
 ) -> Manifest:
     """Process every input under ``in_dir`` into ``out_dir``; see the module docstring.
+
+    Parameters
+    ----------
+    workers : int, optional
+        Worker processes of the local pool (default: one per core).
+    threads : int, optional
+        numba and OpenCV threads per worker (default: cores / workers, at least 1).
+    scheduler : str, optional
+        Run the jobs on Dask instead of the local pool: ``tcp://HOST:8786`` (or
+        ``tls://...``) for an existing cluster, ``local`` or ``local:N`` for a
+        :class:`distributed.LocalCluster` of N worker processes on 127.0.0.1.
+    security : distributed.Security, optional
+        TLS settings for the connection to the scheduler.
 
     Returns
     -------
@@ -382,8 +370,10 @@ def run_batch(
     Raises
     ------
     ConfigError
-        For a missing ``in_dir``, an ``out_dir`` holding another configuration's
-        results (without ``overwrite``), or no inputs found.
+        For a missing ``in_dir``, an ``out_dir`` that is, contains or mixes with
+        the input, an ``out_dir`` holding another configuration's results
+        (without ``overwrite``), another batch writing into ``out_dir``, or no
+        inputs found.
     """
     log = log if log is not None else sys.stderr
     in_dir, out_dir = Path(in_dir), Path(out_dir)
@@ -391,69 +381,102 @@ def run_batch(
         raise ConfigError(f"{in_dir} is not a folder" if in_dir.exists() else f"{in_dir} does not exist")
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"{out_dir} exists and is not a folder")
-    inputs = find_inputs(in_dir, pattern, exclude=out_dir)
-    if not inputs:
+    try:
+        check_output_location(in_dir, out_dir)
+    except UnsafeOutputError as exc:
+        raise ConfigError(str(exc)) from None
+    # Plan on every input, then filter: a --pattern must not move an input's output.
+    inputs = find_inputs(in_dir, None, exclude=out_dir)
+    selected = {p for p, _ in find_inputs(in_dir, pattern, exclude=out_dir)} if pattern else None
+    run_id = os.urandom(4).hex()
+    jobs = [j for j, (p, _) in zip(plan_jobs(in_dir, out_dir, inputs, run_id), inputs)
+            if selected is None or p in selected]
+    if not jobs:
         what = f" matching {pattern!r}" if pattern else ""
         raise ConfigError(
             f"no video files ({', '.join(VIDEO_EXTENSIONS[:4])}, ...) or CDnet sequence folders{what} "
             f"under {in_dir}"
         )
-    jobs = plan_jobs(in_dir, out_dir, inputs)
     out_dir.mkdir(parents=True, exist_ok=True)
+    lock = OutputLock(out_dir)
+    try:
+        lock.acquire()
+    except UnsafeOutputError as exc:
+        raise ConfigError(str(exc)) from None
+    try:
+        return _run_locked(jobs, in_dir, out_dir, run_id, algo=algo, params=params, workers=workers,
+                           threads=threads, scheduler=scheduler, security=security, pattern=pattern,
+                           mask_video=mask_video, max_frames=max_frames, overwrite=overwrite, progress=progress,
+                           log=log)
+    finally:
+        lock.release()
+
+
+def _run_locked(jobs, in_dir, out_dir, run_id, *, algo, params, workers, threads, scheduler, security, pattern,
+                mask_video, max_frames, overwrite, progress, log) -> Manifest:
     try:
         manifest = Manifest.load(out_dir / MANIFEST_FILE)
     except ValueError as exc:
         raise ConfigError(f"{exc}; use another OUT_DIR") from None
-    config = {"algo": algo, "params": params, "mask_video": mask_video, "max_frames": max_frames,
-              "input": str(in_dir.resolve())}
+    settings = job_settings(algo, params, mask_video, max_frames)
+    config = {**settings, "input": str(in_dir.resolve())}
     if manifest.config and not overwrite:
-        old = {k: manifest.config.get(k) for k in ("algo", "params", "mask_video", "max_frames")}
-        new = {k: config[k] for k in ("algo", "params", "mask_video", "max_frames")}
-        if json.loads(json.dumps(old)) != json.loads(json.dumps(new)):
+        old = {k: manifest.config.get(k) for k in settings}
+        if json.loads(json.dumps(old)) != json.loads(json.dumps(settings)):
             raise ConfigError(
-                f"{out_dir} holds results made with other settings ({_describe(old)}); "
-                f"now asked for {_describe(new)}. Use another OUT_DIR, or --overwrite to redo everything"
+                f"{out_dir} holds results made with other settings: {_differences(old, settings)}. "
+                "Use another OUT_DIR, or --overwrite to redo everything"
             )
     manifest.data["config"] = config
-    # What is finished already.
+    # What is finished already: same source (path, size, time) and same settings.
     todo: list[Job] = []
     skipped = 0
     for job in jobs:
-        item = manifest.items.get(job.key, {})
-        if not overwrite and is_finished(job):
+        if not overwrite and is_finished(job, settings):
+            item = manifest.items.get(job.key, {})
             if item.get("status") != "done":
-                try:
-                    item = json.loads((Path(job.output) / RESULT_FILE).read_text(encoding="utf-8"))
-                except (OSError, json.JSONDecodeError):
-                    item = {"status": "done"}
+                item = read_result(job.output) or {}
             item["status"] = "done"
             manifest.items[job.key] = item
             skipped += 1
         else:
-            if overwrite and Path(job.output).exists():
-                shutil.rmtree(job.output)
+            # A finished folder of another source or settings stays until its job's new
+            # output replaces it atomically.
             manifest.items[job.key] = {"status": "pending", "source": job.source, "kind": job.kind,
-                                       "output": job.output}
+                                       "output": job.output, "job_id": job.job_id}
             todo.append(job)
-    # Leftovers of a killed run.
-    stale = 0
-    for job in todo:
-        stale += remove_partials(Path(job.output).parent, Path(job.output).name)
+    # Leftovers of a killed run (no other batch writes here: we hold the lock).
+    stale = sum(remove_job_partials(job.output) for job in todo)
     # A manifest write cut short by a kill leaves its temporary file beside it.
     stale += remove_partials(out_dir, Path(MANIFEST_FILE).stem)
-    n_workers = max(1, min(workers or default_workers(), len(todo) or 1))
-    run_record = {"started": utc_now(), "workers": n_workers, "pid": os.getpid(), "todo": len(todo),
-                  "skipped": skipped, "stale_removed": stale, "pattern": pattern}
+    if scheduler:
+        from bgsub import cluster
+
+        n_workers = None
+    else:
+        n_workers = max(1, min(workers or default_workers(), len(todo) or 1))
+    n_threads = threads or default_threads(n_workers or 1)
+    run_record = {"started": utc_now(), "run_id": run_id, "workers": n_workers, "threads": n_threads,
+                  "scheduler": scheduler, "pid": os.getpid(), "todo": len(todo), "skipped": skipped,
+                  "stale_removed": stale, "pattern": pattern}
     manifest.runs.append(run_record)
     manifest.save()
-    print(f"{len(jobs)} input{'s' if len(jobs) != 1 else ''} under {in_dir}: {skipped} finished earlier, {len(todo)} to do "
-          f"with {n_workers} worker{'s' if n_workers != 1 else ''} ({algo})", file=log)
+    where = (f"on Dask {scheduler}" if scheduler else f"with {n_workers} worker{'s' if n_workers != 1 else ''} "
+             f"x {n_threads} thread{'s' if n_threads != 1 else ''}")
+    print(f"{len(jobs)} input{'s' if len(jobs) != 1 else ''} under {in_dir}: {skipped} finished earlier, "
+          f"{len(todo)} to do {where} ({algo})", file=log)
     if stale:
         print(f"removed {stale} unfinished outputs of an interrupted run", file=log)
     interrupted = False
     t0 = time.perf_counter()
-    if todo:
-        interrupted = _run_pool(todo, manifest, algo, params, n_workers, mask_video, max_frames, progress, log)
+    if todo and scheduler:
+        job_args = (algo, params, mask_video, max_frames, threads)
+        interrupted = cluster.run_jobs(scheduler, todo, process_job, job_args, manifest, security=security,
+                                       progress=progress, log=log)
+        run_record["workers"] = manifest.data.get("cluster_workers")
+    elif todo:
+        interrupted = _run_pool(todo, manifest, algo, params, n_workers, n_threads, mask_video, max_frames,
+                                progress, log)
     seconds = time.perf_counter() - t0
     frames = sum(int(manifest.items[j.key].get("frames") or 0) for j in todo
                  if manifest.items[j.key].get("status") == "done")
@@ -492,14 +515,18 @@ def _estimate_frames(job: Job, max_frames: int | None) -> int:
     return min(n, max_frames) if max_frames else n
 
 
-def _describe(cfg: dict) -> str:
-    params = cfg.get("params") or {}
-    text = f"algo={cfg.get('algo')} " + " ".join(f"{k}={v}" for k, v in params.items())
-    if cfg.get("mask_video"):
-        text += f" mask_video={cfg['mask_video']}"
-    if cfg.get("max_frames"):
-        text += f" max_frames={cfg['max_frames']}"
-    return text.strip()
+def _differences(old: dict, new: dict) -> str:
+    """Only the settings that differ: ``width 40 there, 30 now; mask_video none there, .mkv now``."""
+    def flat(cfg):
+        out = {"algo": cfg.get("algo")}
+        out.update(cfg.get("params") or {})
+        out.update({k: cfg.get(k) for k in ("mask_video", "max_frames")})
+        return out
+
+    a, b = flat(old), flat(new)
+    show = lambda v: "none" if v is None else v  # noqa: E731
+    return "; ".join(f"{k} {show(a.get(k))} there, {show(b.get(k))} now"
+                     for k in list(dict.fromkeys([*a, *b])) if a.get(k) != b.get(k))
 
 
 def _pool_context():
@@ -515,7 +542,7 @@ def _pool_context():
     return mp.get_context("spawn")
 
 
-def _run_pool(todo, manifest, algo, params, n_workers, mask_video, max_frames, progress, log) -> bool:
+def _run_pool(todo, manifest, algo, params, n_workers, n_threads, mask_video, max_frames, progress, log) -> bool:
     ctx = _pool_context()
     progress_queue = ctx.Queue()
     stop_event = ctx.Event()
@@ -553,7 +580,7 @@ def _run_pool(todo, manifest, algo, params, n_workers, mask_video, max_frames, p
 
     executor = cf.ProcessPoolExecutor(
         max_workers=n_workers, mp_context=ctx, initializer=_init_worker,
-        initargs=(progress_queue, stop_event, os.getpid(), algo, params),
+        initargs=(progress_queue, stop_event, os.getpid(), algo, params, n_threads),
     )
     futures = {}
     try:
@@ -631,6 +658,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("out_dir", type=Path, metavar="OUT_DIR", help="where the mask folders and manifest.json go")
     parser.add_argument("--workers", type=int, default=None, metavar="N",
                         help="worker processes (default: one per core)")
+    parser.add_argument("--threads", type=int, default=None, metavar="N",
+                        help="numba and OpenCV threads per worker (default: cores / workers)")
+    parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                        help="run on Dask: tcp://HOST:8786 (an existing cluster; tls://... with the --tls-* options) "
+                             "or local[:N] (a local cluster of N processes on 127.0.0.1); needs the [cluster] extra")
+    parser.add_argument("--tls-ca-file", default=None, metavar="PEM", help="Dask TLS: CA certificate")
+    parser.add_argument("--tls-cert", default=None, metavar="PEM", help="Dask TLS: this client's certificate")
+    parser.add_argument("--tls-key", default=None, metavar="PEM", help="Dask TLS: this client's private key")
     parser.add_argument("--pattern", default=None, metavar="GLOB",
                         help="only inputs whose name or relative path matches, e.g. '*.mp4' or 'baseline/*'")
     add_algorithm_arguments(parser)
@@ -644,21 +679,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
-        print(f"bgsub batch: --workers must be >= 1, got {args.workers}", file=sys.stderr)
-        return 2
+        return error("batch", f"--workers must be >= 1, got {args.workers}", 2)
     if args.max_frames is not None and args.max_frames < 1:
-        print(f"bgsub batch: --max-frames must be >= 1, got {args.max_frames}", file=sys.stderr)
-        return 2
+        return error("batch", f"--max-frames must be >= 1, got {args.max_frames}", 2)
+    if args.threads is not None and args.threads < 1:
+        return error("batch", f"--threads must be >= 1, got {args.threads}", 2)
+    tls = (args.tls_ca_file, args.tls_cert, args.tls_key)
+    if any(tls) and not args.scheduler:
+        return error("batch", "--tls-ca-file, --tls-cert and --tls-key need --scheduler tls://HOST:PORT", 2)
+    if args.scheduler and args.workers is not None:
+        return error("batch", "--workers is for the local process pool; with --scheduler the cluster's workers run "
+                              "the jobs (local:N starts N)", 2)
     try:
         algo, params = resolve_algorithm(args.algo, args.assignments, args.config, args.preset)
+        security = None
+        if args.scheduler:
+            from bgsub import cluster
+
+            cluster.check_scheduler(args.scheduler)
+            security = cluster.security(*tls) if any(tls) else None
         manifest = run_batch(
-            args.in_dir, args.out_dir, algo=algo, params=params, workers=args.workers,
-            pattern=args.pattern, mask_video=args.mask_video, max_frames=args.max_frames,
-            overwrite=args.overwrite, progress=not args.quiet,
+            args.in_dir, args.out_dir, algo=algo, params=params, workers=args.workers, threads=args.threads,
+            scheduler=args.scheduler, security=security, pattern=args.pattern, mask_video=args.mask_video,
+            max_frames=args.max_frames, overwrite=args.overwrite, progress=not args.quiet,
         )
     except ConfigError as exc:
-        print(f"bgsub batch: {exc}", file=sys.stderr)
-        return 2
+        return error("batch", str(exc), 2)
     items = manifest.items
     counts = manifest.counts()
     failed = [k for k, v in items.items() if v.get("status") == "failed"]

@@ -17,11 +17,12 @@ import json
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import cv2
 import numpy as np
+
+from bgsub.commands._common import check_positive, error, parse_size
 
 __all__ = ["add_arguments", "main", "load_frames", "benchmark"]
 
@@ -41,16 +42,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="shared data folder holding bgs/cdnet2014/highway (default: $OLK_DATA_DIR or "
                              "../shared/data); a synthetic clip is used when absent")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-
-
-def _parse_size(text: str) -> tuple[int, int]:
-    try:
-        w, h = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise ValueError(f"--size takes WIDTHxHEIGHT, e.g. 320x240; got {text!r}") from None
-    if w < 8 or h < 8:
-        raise ValueError(f"--size must be at least 8x8, got {text!r}")
-    return w, h
 
 
 def _synthetic_frames(n: int, w: int = 320, h: int = 240, seed: int = 0) -> list[np.ndarray]:
@@ -74,6 +65,8 @@ def load_frames(n: int, data: Path | None = None) -> tuple[list[np.ndarray], str
         env = os.environ.get("OLK_DATA_DIR")
         data = Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "data"
     hw = Path(data) / "bgs" / "cdnet2014" / "highway"
+    if not hw.is_dir():
+        return _synthetic_frames(n), f"synthetic clip (CDnet highway not found at {hw})"
     if hw.is_dir():
         from bgsub.cdnet import load_sequence
 
@@ -83,19 +76,20 @@ def load_frames(n: int, data: Path | None = None) -> tuple[list[np.ndarray], str
         numbers = seq.frames[start:start + n]
         if len(numbers) == n:
             return [seq.read_frame(k) for k in numbers], f"CDnet highway frames {numbers[0]}-{numbers[-1]}"
-    return _synthetic_frames(n), "synthetic clip"
+    return _synthetic_frames(n), f"synthetic clip (CDnet highway at {hw} has fewer than {n} scored frames)"
 
 
 def _time_algo(algo: str, frames: list[np.ndarray], warmup: list[np.ndarray]) -> float:
+    """fps of ``algo``'s ``apply`` on ``frames``, run through the frame pipeline with no sinks."""
     import bgsub
+    from bgsub.pipeline import Pipeline
 
-    sub = bgsub.create(algo)
-    for f in warmup:
-        sub.apply(f)
-    t0 = time.perf_counter()
-    for f in frames:
-        sub.apply(f)
-    return len(frames) / (time.perf_counter() - t0)
+    pipeline = Pipeline(bgsub.create(algo))
+    pipeline.run(warmup, catch_interrupt=False)
+    result = pipeline.run(frames, catch_interrupt=False)
+    if result.error is not None:
+        raise RuntimeError(f"{algo} failed at {result.error}")
+    return result.subtract_fps
 
 
 def benchmark(algos, sizes, n_frames=None, rounds=3, data=None, log=None) -> dict:
@@ -105,6 +99,8 @@ def benchmark(algos, sizes, n_frames=None, rounds=3, data=None, log=None) -> dic
         counts[(w, h)] = n_frames or max(20, int(150 * (320 * 240) / (w * h)))
     n_max = max(counts.values()) + 10
     src, origin = load_frames(n_max, data)
+    if log:
+        log(f"frames: {origin}")
     report = {"source": origin, "rounds": rounds, "cpu_count": os.cpu_count(),
               "numba_threads": _numba_threads(), "opencv_threads": cv2.getNumThreads(), "sizes": []}
     for (w, h) in sizes:
@@ -146,14 +142,11 @@ def main(args: argparse.Namespace) -> int:
         for a in algos:
             if a not in bgsub.algorithms():
                 raise ValueError(f"unknown algorithm {a!r}; choose from {', '.join(bgsub.algorithms())}")
-        sizes = [_parse_size(s) for s in (args.sizes or DEFAULT_SIZES)]
-        if args.rounds < 1:
-            raise ValueError(f"--rounds must be >= 1, got {args.rounds}")
-        if args.frames is not None and args.frames < 1:
-            raise ValueError(f"--frames must be >= 1, got {args.frames}")
+        sizes = [parse_size(s, "--size", 8, "320x240") for s in (args.sizes or DEFAULT_SIZES)]
+        check_positive(args.rounds, "--rounds")
+        check_positive(args.frames, "--frames")
     except ValueError as exc:
-        print(f"bgsub bench: error: {exc}", file=sys.stderr)
-        return 2
+        return error("bench", str(exc), 2)
     log = None if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
     rep = benchmark(algos, sizes, args.frames, args.rounds, args.data, log)
     if args.json:

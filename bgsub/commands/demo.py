@@ -18,28 +18,28 @@ import os
 import sys
 from pathlib import Path
 
-from bgsub.commands.run import (
-    DEFAULT_OUTPUT_ROOT,
-    ConfigError,
-    add_algorithm_arguments,
-    format_metrics,
-    process,
-    resolve_algorithm,
-)
+from bgsub.commands._common import DEFAULT_OUTPUT_ROOT, add_algorithm_arguments, describe_params, error
+from bgsub.metrics import format_metrics
+from bgsub.pipeline import Callback, MaskFiles, Pipeline, Scores
+from bgsub.settings import ConfigError, resolve_algorithm
 from bgsub.sources import SourceError, open_source
-from bgsub.writers import MaskWriter
 
-__all__ = ["gui_available", "add_arguments", "main"]
+__all__ = ["gui_available", "gui_unavailable_reason", "add_arguments", "main"]
+
+
+def gui_unavailable_reason() -> str | None:
+    """Why the desktop app cannot open here (no display, no gui extra), or None when it can."""
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or sys.platform in ("win32", "darwin")):
+        return "no display ($DISPLAY and $WAYLAND_DISPLAY are not set)"
+    missing = [m for m in ("PySide6", "pyqtgraph") if importlib.util.find_spec(m) is None]
+    if missing or importlib.util.find_spec("gui") is None or importlib.util.find_spec("gui.app") is None:
+        return "the desktop app is not installed (pip install -e '.[gui]')"
+    return None
 
 
 def gui_available() -> bool:
     """True when a display is set and the desktop app can be imported."""
-    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
-            or sys.platform in ("win32", "darwin")):
-        return False
-    return all(importlib.util.find_spec(m) is not None for m in ("PySide6", "pyqtgraph", "gui")) and (
-        importlib.util.find_spec("gui.app") is not None
-    )
+    return gui_unavailable_reason() is None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,27 +79,27 @@ def compose_picture(image, groundtruth, mask, algo: str, index: int):
 
 def _run_one(seq_path: Path, algo: str, params: dict, out: Path | None, quiet: bool,
              keep_frame: int | None = None, kept: dict | None = None):
+    """The sample through one pipeline: masks into ``out``, scores; frame ``keep_frame`` kept for the picture."""
     from bgsub.registry import create
 
     with open_source(seq_path) as source:
-        masks = None
+        sinks: list = [Scores(roc=False)]
         if out is not None:
-            masks = MaskWriter(out)
-            masks.remove_stale()
+            sinks.append(MaskFiles(out))
         bar = None
         if not quiet:
             from tqdm import tqdm
 
             bar = tqdm(total=source.frame_count, unit="frame", desc=algo, dynamic_ncols=True)
-        def on_frame(frame, mask):
-            if bar is not None:
-                bar.update(1)
-            if keep_frame is not None and frame.index == keep_frame and kept is not None:
-                kept.update(image=frame.image, groundtruth=frame.groundtruth, mask=mask.copy(),
-                            index=frame.index)
+            sinks.append(Callback(lambda o: bar.update(1)))
+        if keep_frame is not None and kept is not None:
+            def keep(o):
+                if o.index == keep_frame:
+                    kept.update(image=o.image, groundtruth=o.groundtruth, mask=o.mask.copy(), index=o.index)
 
+            sinks.append(Callback(keep))
         try:
-            result = process(source, create(algo, **params), masks=masks, on_frame=on_frame)
+            result = Pipeline(create(algo, **params), sinks=sinks).run(source)
         finally:
             if bar is not None:
                 bar.close()
@@ -112,15 +112,17 @@ def main(args: argparse.Namespace) -> int:
     try:
         algo, params = resolve_algorithm(args.algo, args.assignments, args.config, args.preset)
     except ConfigError as exc:
-        print(f"bgsub demo: {exc}", file=sys.stderr)
-        return 2
-    if not args.no_gui and gui_available():
-        from gui.app import main as gui_main
+        return error("demo", str(exc), 2)
+    if not args.no_gui:
+        reason = gui_unavailable_reason()
+        if reason is None:
+            from gui.app import main as gui_main
 
-        argv = ["sample", "--algo", algo] + [a for kv in args.assignments for a in ("--set", kv)]
-        print("opening the desktop app on the bundled sample (bgsub demo --no-gui stays in the terminal)",
-              file=sys.stderr)
-        return int(gui_main(argv) or 0)
+            argv = ["sample", "--algo", algo] + [a for kv in args.assignments for a in ("--set", kv)]
+            print("opening the desktop app on the bundled sample (bgsub demo --no-gui stays in the terminal)",
+                  file=sys.stderr)
+            return int(gui_main(argv) or 0)
+        print(f"staying in the terminal: {reason}", file=sys.stderr)
 
     seq = sample_sequence()
     if args.picture is not None:
@@ -128,26 +130,23 @@ def main(args: argparse.Namespace) -> int:
 
         frames = load_sequence(seq).frames
         if args.picture_frame not in frames:
-            print(f"bgsub demo: --picture-frame must be a frame of the sample, {frames[0]}..{frames[-1]}; "
-                  f"got {args.picture_frame}", file=sys.stderr)
-            return 2
+            return error("demo", f"--picture-frame must be a frame of the sample, {frames[0]}..{frames[-1]}; "
+                                 f"got {args.picture_frame}", 2)
     print(f"sample: {seq} (synthetic street scene, 320x240, ground truth; scored frames from "
           f"temporalROI.txt)", file=sys.stderr)
-    print(f"algorithm: {algo} " + " ".join(f"{k}={v}" for k, v in params.items()), file=sys.stderr)
+    print(f"algorithm: {describe_params(algo, params)}", file=sys.stderr)
     kept: dict = {}
     try:
         result = _run_one(seq, algo, params, args.out, args.quiet,
                           args.picture_frame if args.picture else None, kept)
     except (SourceError, OSError, ValueError) as exc:
-        print(f"bgsub demo: {exc}", file=sys.stderr)
-        return 1
+        return error("demo", str(exc), 1)
+    if result.error is not None:
+        return error("demo", f"stopped at {result.error}", 1)
     if result.interrupted:
         print(f"stopped after {result.frames} frames; masks so far in {args.out}", file=sys.stderr)
         return 130
     if args.picture is not None:
-        if not kept:
-            print(f"bgsub demo: the sample has no frame {args.picture_frame} for --picture", file=sys.stderr)
-            return 2
         from bgsub.writers import write_image_atomic
 
         args.picture.parent.mkdir(parents=True, exist_ok=True)
@@ -155,7 +154,7 @@ def main(args: argparse.Namespace) -> int:
                                                          algo, kept["index"]))
         print(f"picture: {args.picture}")
     rows = [(algo, result)]
-    print(f"masks: {args.out.resolve()} ({result.masks_written} files bin{result.first_index:06d}.png .. "
+    print(f"masks: {args.out.resolve()} ({result.frames} files bin{result.first_index:06d}.png .. "
           f"bin{result.last_index:06d}.png)")
     if args.compare:
         from bgsub.registry import algorithms, default_params
@@ -164,8 +163,8 @@ def main(args: argparse.Namespace) -> int:
             if other == algo:
                 continue
             r = _run_one(seq, other, default_params(other), None, args.quiet)
-            if r.interrupted:
-                return 130
+            if r.interrupted or r.error:
+                return error("demo", f"{other} stopped at {r.error}", 1) if r.error else 130
             rows.append((other, r))
     print(f"CDnet scores on the sample ({result.scored_frames} scored frames):")
     width = max(len(name) for name, _ in rows)

@@ -1,9 +1,12 @@
 """``bgsub eval``: score subtractors on CDnet-layout sequences.
 
-Every frame of a sequence is fed to the subtractor in order (frames before the
-temporal ROI are learned from but not scored); masks are scored the CDnet way
-(:mod:`bgsub.metrics`) and, from the score maps, a streaming ROC gives the AUC.
-``fps`` counts only the subtractor's work (``apply``), not decoding or scoring.
+Every frame of a sequence goes through the frame pipeline in order (frames
+before the temporal ROI are learned from but not scored); masks are scored the
+CDnet way (:mod:`bgsub.metrics`) and, from the score maps, a streaming ROC gives
+the AUC. ``fps`` counts only the subtractor's work (``apply``), not decoding or
+scoring. A sequence that fails (a frame that does not decode or changes size)
+is reported and the others are still scored; the exit status is then 1.
+``--out DIR`` replaces ``DIR/<sequence>/``'s masks with this run's.
 
 Examples::
 
@@ -15,15 +18,20 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
-from bgsub.cdnet import CDnetSequence, find_sequences, is_cdnet_sequence, load_sequence
-from bgsub.metrics import METRIC_NAMES, SequenceScorer, mean_metrics
+from bgsub.cdnet import find_sequences, is_cdnet_sequence
+from bgsub.commands import _common as common
+from bgsub.metrics import METRIC_NAMES, mean_metrics
+from bgsub.pipeline import Callback, MaskFiles, Pipeline, Scores
+from bgsub.settings import resolve_algorithm
+from bgsub.sources import SourceError, open_source
+from bgsub.writers import json_safe
 
 __all__ = ["add_arguments", "main", "evaluate_sequence", "evaluate", "resolve_sequences", "RESULT_KEYS"]
 
@@ -35,13 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sequences", nargs="+", metavar="SEQ_DIR",
                         help="CDnet-layout sequence folders (input/, groundtruth/, ROI.bmp, temporalROI.txt), "
                              "or folders holding such sequences")
-    parser.add_argument("--algo", default="olkn", help="olkn, norma, knn or mog2 (default: olkn)")
-    parser.add_argument("--preset", default=None, metavar="NAME",
-                        help="start from a named parameter preset (e.g. paper)")
-    parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
-                        help="set one parameter, e.g. --set width=12 (repeatable)")
+    common.add_algorithm_arguments(parser)
+    common.add_frame_arguments(parser)
     parser.add_argument("--out", type=Path, default=None, metavar="DIR",
-                        help="write CDnet submission masks DIR/<sequence>/bin%%06d.png")
+                        help="write CDnet submission masks DIR/<sequence>/bin%%06d.png (replacing earlier ones)")
     parser.add_argument("--max-frames", type=int, default=None, metavar="N",
                         help="process at most the first N frames of each sequence")
     parser.add_argument("--augment", choices=("jitter", "illumination", "noise"), default=None,
@@ -83,103 +88,99 @@ def _display_name(path: Path, all_paths: list[Path]) -> str:
     return path.name
 
 
-def evaluate_sequence(seq: CDnetSequence, subtractor, out_dir: Path | None = None, max_frames: int | None = None,
-                      progress: Callable[[int, int], None] | None = None, name: str | None = None) -> dict[str, Any]:
-    """Run ``subtractor`` over every frame of ``seq`` and score it.
+def evaluate_sequence(source, subtractor, out_dir: Path | None = None,
+                      progress: Callable[[int, int | None], None] | None = None, name: str | None = None,
+                      region=None, min_area: int = 0) -> dict[str, Any]:
+    """Run ``subtractor`` over every frame of a CDnet source through the pipeline and score it.
 
     Parameters
     ----------
-    seq : CDnetSequence
+    source : FrameSource
+        An open CDnet sequence (:func:`bgsub.sources.open_source`).
     subtractor : object with ``apply`` and optionally ``getScoreMap``/``score_range``
     out_dir : Path, optional
-        Folder for ``bin%06d.png`` masks (one per processed frame, written atomically).
-    max_frames : int, optional
-        Stop after this many frames.
+        Folder for ``bin%06d.png`` masks (one per processed frame, written
+        atomically); masks of an earlier run there are removed first.
     progress : callable(done, total), optional
     name : str, optional
-        Name to report (default: the sequence folder's name).
+        Name to report (default: the source's name).
+    region : bgsub.pipeline.Region, optional
+        ROI and processing scale.
+    min_area : int
+        Minimum foreground blob, pixels.
 
     Returns
     -------
     dict
-        ``name, frames`` (scored frames), the seven metrics, ``auc`` (nan without
-        a score map or without both classes), ``fps`` (frames per second of
-        ``apply`` alone), ``processed`` (frames fed), ``counts`` (tp, fp, fn, tn).
+        ``name``, ``frames`` (scored frames), ``processed`` (frames fed), the
+        seven metrics, ``auc`` (nan without a score map or without both
+        classes), ``fps`` (frames per second of ``apply`` alone), ``counts``
+        (tp, fp, fn, tn), ``error`` (None, or why the sequence stopped early).
     """
-    score_range = getattr(subtractor, "score_range", None)
-    has_scores = callable(getattr(subtractor, "getScoreMap", None)) and score_range is not None
-    scorer = SequenceScorer(score_range=tuple(score_range) if has_scores else None, keep_frames=False)
-    writer = None
+    scores = Scores(roc=True)
+    sinks: list = [scores]
     if out_dir is not None:
-        from bgsub.writers import MaskWriter
-
-        writer = MaskWriter(out_dir)
-    frames = seq.frames if max_frames is None else seq.frames[: max(0, int(max_frames))]
-    roi = None
-    busy = 0.0
-    scored = 0
-    total = len(frames)
-    for k, n in enumerate(frames):
-        img = seq.read_frame(n)
-        t0 = time.perf_counter()
-        mask = subtractor.apply(img)
-        busy += time.perf_counter() - t0
-        if writer is not None:
-            writer.write(n, mask)
-        if seq.is_scored(n):
-            gt = seq.read_groundtruth(n)
-            if roi is None:
-                roi = seq.roi(gt.shape)
-            scores = subtractor.getScoreMap() if has_scores else None
-            scorer.add(n, mask, gt, roi, scores=scores)
-            scored += 1
-        if progress is not None:
-            progress(k + 1, total)
-    m = scorer.metrics()
-    result: dict[str, Any] = {"name": name or seq.name, "frames": scored}
+        sinks.append(MaskFiles(out_dir))
+    if progress is not None:
+        done = itertools.count(1)
+        sinks.append(Callback(lambda out: progress(next(done), source.frame_count)))
+    result = Pipeline(subtractor, region=region, min_area=min_area, sinks=sinks).run(source)
+    m = scores.metrics() or scores.counts.metrics()
+    row: dict[str, Any] = {"name": name or source.name, "frames": scores.frames}
     for key in RESULT_KEYS:
         if key == "fps":
-            result["fps"] = (total / busy) if busy > 0 else math.nan
-        elif key == "auc":
-            result["auc"] = m.get("auc", math.nan)
+            row["fps"] = result.subtract_fps if result.subtract_fps > 0 else math.nan
         else:
-            result[key] = m[key]
-    result["processed"] = total
-    result["counts"] = scorer.counts.as_dict()
-    return result
+            row[key] = m.get(key, math.nan)
+    row["processed"] = result.frames
+    row["counts"] = scores.counts.as_dict()
+    row["error"] = result.error
+    row["interrupted"] = result.interrupted
+    return row
 
 
 def evaluate(paths: list[Path], make_subtractor: Callable[[], Any], out: Path | None = None,
-             max_frames: int | None = None, quiet: bool = True, augment: str | None = None) -> tuple[list[dict], dict]:
-    """Evaluate a fresh subtractor on each sequence (or its ``augment`` variant); returns ``(rows, mean)``."""
+             max_frames: int | None = None, quiet: bool = True, region_factory=None,
+             min_area: int = 0, augment: str | None = None) -> tuple[list[dict], dict, list[dict]]:
+    """Evaluate a fresh subtractor on each sequence (or its ``augment`` variant, :mod:`bgsub.augment`).
+
+    Returns
+    -------
+    rows : list of dict
+        One per sequence scored to its end (:func:`evaluate_sequence`).
+    mean : dict
+        Mean of each key over ``rows``.
+    failed : list of dict
+        ``{"name", "path", "error"}`` of each sequence that could not be scored to its end.
+    """
     from bgsub.augment import augment as augmented
 
-    rows = []
+    rows, failed = [], []
     for path in paths:
-        seq = augmented(load_sequence(path), augment)
         name = _display_name(path, paths)
-        if not seq.has_groundtruth:
-            print(f"warning: {path} has no groundtruth/ folder; it is processed but not scored", file=sys.stderr)
         progress = None
         if not quiet:
             def progress(done, total, _name=name):
                 if done == total or done % 50 == 0:
-                    print(f"\r{_name}: {done}/{total} frames", end="" if done < total else "\n",
+                    print(f"\r{_name}: {done}/{total} frames", end="" if done != total else "\n",
                           file=sys.stderr, flush=True)
-        seq_out = None if out is None else out / name
-        rows.append(evaluate_sequence(seq, make_subtractor(), seq_out, max_frames, progress, name))
-    mean = mean_metrics(rows, keys=RESULT_KEYS)
-    return rows, mean
-
-
-def _json_safe(obj):
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    return obj
+        try:
+            with augmented(open_source(path, max_frames=max_frames), augment) as source:
+                if source.sequence is not None and not source.sequence.has_groundtruth:
+                    print(f"warning: {path} has no groundtruth/ folder; it is processed but not scored",
+                          file=sys.stderr)
+                row = evaluate_sequence(source, make_subtractor(), None if out is None else out / name,
+                                        progress, name, region_factory() if region_factory else None, min_area)
+        except (SourceError, OSError) as exc:
+            failed.append({"name": name, "path": str(path), "error": str(exc)})
+            continue
+        if row["interrupted"]:
+            raise KeyboardInterrupt
+        if row["error"] is not None:
+            failed.append({"name": name, "path": str(path), "error": f"stopped at {row['error']}"})
+            continue
+        rows.append(row)
+    return rows, mean_metrics(rows, keys=RESULT_KEYS), failed
 
 
 def _fmt(v: float, key: str) -> str:
@@ -193,46 +194,48 @@ def _fmt(v: float, key: str) -> str:
 
 
 def format_table(rows: list[dict], mean: dict) -> str:
+    """One line per sequence: scored and processed frames, the metrics, the AUC and fps."""
     keys = RESULT_KEYS
     width = max([len(r["name"]) for r in rows] + [8])
-    lines = [f"{'sequence':<{width}} {'frames':>6} " + " ".join(f"{k:>11}" for k in keys)]
+    lines = [f"{'sequence':<{width}} {'scored':>6} {'processed':>9} " + " ".join(f"{k:>11}" for k in keys)]
     for r in rows:
-        lines.append(f"{r['name']:<{width}} {r['frames']:>6} " + " ".join(f"{_fmt(r[k], k):>11}" for k in keys))
-    lines.append(f"{'mean':<{width}} {'':>6} " + " ".join(f"{_fmt(mean.get(k), k):>11}" for k in keys))
+        lines.append(f"{r['name']:<{width}} {r['frames']:>6} {r['processed']:>9} "
+                     + " ".join(f"{_fmt(r[k], k):>11}" for k in keys))
+    lines.append(f"{'mean':<{width}} {'':>6} {'':>9} " + " ".join(f"{_fmt(mean.get(k), k):>11}" for k in keys))
     return "\n".join(lines)
 
 
 def main(args: argparse.Namespace) -> int:
     import bgsub
-    from bgsub.registry import default_params, parse_assignments, validate_params
 
-    algo = args.algo
     try:
-        if algo not in bgsub.algorithms():
-            raise ValueError(f"unknown algorithm {algo!r}; choose one of {', '.join(bgsub.algorithms())}")
-        params = default_params(algo, args.preset)
-        params.update(parse_assignments(algo, args.assignments))
-        params = validate_params(algo, params)
+        common.check_positive(args.max_frames, "--max-frames")
+        common.check_positive(args.min_area, "--min-area", 0)
+        algo, params = resolve_algorithm(args.algo, args.assignments, args.config, args.preset)
         paths = resolve_sequences(args.sequences)
-        if args.max_frames is not None and args.max_frames < 1:
-            raise ValueError(f"--max-frames must be >= 1, got {args.max_frames}")
-        bgsub.create(algo, **params)  # fail early on inconsistent parameters
+        common.build_region(args)  # refuse a bad --roi/--scale before any work
     except ValueError as exc:
-        print(f"bgsub eval: error: {exc}", file=sys.stderr)
-        return 2
+        return common.error("eval", str(exc), 2)
     try:
-        rows, mean = evaluate(paths, lambda: bgsub.create(algo, **params), args.out, args.max_frames,
-                              quiet=args.quiet or args.json, augment=getattr(args, "augment", None))
-    except (OSError, ValueError) as exc:
-        print(f"bgsub eval: error: {exc}", file=sys.stderr)
-        return 1
+        rows, mean, failed = evaluate(paths, lambda: bgsub.create(algo, **params), args.out, args.max_frames,
+                                      quiet=args.quiet or args.json, min_area=args.min_area,
+                                      region_factory=lambda: common.build_region(args),
+                                      augment=getattr(args, "augment", None))
+    except KeyboardInterrupt:
+        return common.error("eval", "interrupted", 130)
     if args.json:
-        seqs = [{k: r[k] for k in ("name", "frames") + RESULT_KEYS} for r in rows]
-        print(json.dumps(_json_safe({"algo": algo, "params": params, "sequences": seqs, "mean": mean}),
-                         allow_nan=False))
+        seqs = [{k: r[k] for k in ("name", "frames", "processed") + RESULT_KEYS} for r in rows]
+        print(json.dumps(json_safe({"algo": algo, "params": params, "sequences": seqs, "mean": mean,
+                                    "failed": failed}), allow_nan=False))
     else:
-        print(f"{algo} " + " ".join(f"{k}={v}" for k, v in params.items()))
-        print(format_table(rows, mean))
+        print(common.describe_params(algo, params))
+        if rows:
+            print(format_table(rows, mean))
+    for f in failed:
+        print(f"bgsub eval: error: {f['name']} not scored: {f['error']}", file=sys.stderr)
+    if failed:
+        print(f"bgsub eval: error: {len(failed)} of {len(paths)} sequences failed", file=sys.stderr)
+        return 1
     return 0
 
 

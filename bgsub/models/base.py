@@ -143,8 +143,9 @@ class PixelKernelSubtractor:
 
     _SPECS: tuple[ParamSpec, ...] = ()
     _score_offset = 0.0
-    #: Every per-pixel state array (what a checkpoint must save to resume exactly).
-    _STATE_ARRAYS = ("samples_", "coef_", "ring_", "rho_", "prev_mask_")
+    #: State saved by :meth:`save` (see :mod:`bgsub.checkpoint`): every per-pixel state array, and scalars.
+    _STATE_ARRAYS: tuple[str, ...] = ("samples_", "coef_", "ring_", "rho_", "prev_mask_")
+    _STATE_SCALARS: tuple[str, ...] = ("scale_", "n_frames_", "n_steps_", "relearn_left_")
 
     def __init__(self, **params: Any) -> None:
         specs = {p.name: p for p in self._SPECS}
@@ -318,14 +319,14 @@ class PixelKernelSubtractor:
 
     # ------------------------------------------------------------------ API
     def apply(self, image: np.ndarray, fgmask: np.ndarray | None = None, learningRate: float = -1) -> np.ndarray:
-        """Classify ``image`` and update the model (OpenCV's argument order).
+        """Classify ``image`` and update the model (OpenCV's ``apply(image[, fgmask[, learningRate]])``).
 
         Parameters
         ----------
         image : ndarray (H, W) or (H, W, 3) of uint8
             Grey or BGR frame; every frame of a stream must have the same size.
         fgmask : ndarray (H, W) of uint8, optional
-            Written in place with the mask when given (as OpenCV's ``fgmask``).
+            Written with the mask and returned, as OpenCV does; None: a new array.
         learningRate : float
             -1: the model's own policy (``update_prob``, ``fg_update_prob``);
             0: do not update the model; in (0, 1]: probability that a background
@@ -336,15 +337,14 @@ class PixelKernelSubtractor:
         ndarray (H, W) of uint8
             255 foreground, 0 background (after post-processing).
         """
-        if fgmask is not None and not isinstance(fgmask, np.ndarray):
-            # positional calls of the older apply(frame, learningRate)
-            fgmask, learningRate = None, fgmask
         lr = float(learningRate)
         if not (lr == -1 or 0.0 <= lr <= 1.0) or math.isnan(lr):
             raise ValueError(f"learningRate must be -1 (automatic) or in [0, 1], got {learningRate}")
         img = self._stabilise(self._prepare(image))
-        if fgmask is not None and (fgmask.shape != img.shape[:2] or fgmask.dtype != np.uint8):
-            raise ValueError(f"fgmask must be uint8 of shape {img.shape[:2]}, got {fgmask.dtype} {fgmask.shape}")
+        if fgmask is not None and not (isinstance(fgmask, np.ndarray) and fgmask.dtype == np.uint8
+                                       and fgmask.shape == img.shape[:2]):
+            raise ValueError(f"fgmask must be None or a uint8 array of shape {img.shape[:2]}, got "
+                             f"{getattr(fgmask, 'dtype', type(fgmask).__name__)} {getattr(fgmask, 'shape', '')}")
         self._img = img
         if self.samples_ is None:
             self._allocate(img.shape[0], img.shape[1], img.shape[2])
@@ -365,8 +365,8 @@ class PixelKernelSubtractor:
             if self.params["update_mask"] == "raw":
                 # score, raw mask and update in one pass; post-processing only filters the output.
                 # Diffusion reads the previous frame's raw mask (other rows are being written).
-                self.prev_mask_, self._rawmask = self._rawmask, self.prev_mask_
                 self._frame(img, p_bg, p_fg, p_diff, self._rawmask, self.prev_mask_)
+                self.prev_mask_[...] = self._rawmask
             else:
                 fk.score_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
                                self._score_offset, self._score, self._f, self._oldest, self._rawmask)
@@ -417,6 +417,19 @@ class PixelKernelSubtractor:
         if frac > 0 and self.relearn_left_ == 0:
             if cv2.countNonZero(self._rawmask) > frac * self._rawmask.size:
                 self.relearn_left_ = self.params["relearn_frames"]
+
+    # OpenCV's cv::Algorithm / cv::BackgroundSubtractor housekeeping
+    def clear(self) -> None:
+        """Forget the model, as OpenCV's ``clear()`` (same as :meth:`reset`)."""
+        self.reset()
+
+    def empty(self) -> bool:
+        """False: the subtractor is usable (OpenCV's ``Algorithm.empty``)."""
+        return False
+
+    def getDefaultName(self) -> str:
+        """``"BackgroundSubtractor_<ClassName>"``, after OpenCV's ``BackgroundSubtractor_MOG2``."""
+        return f"BackgroundSubtractor_{type(self).__name__}"
 
     def _advance_scale(self) -> None:
         # the decay only changes with the parameters: computed once per parameter set
@@ -497,6 +510,17 @@ class PixelKernelSubtractor:
 
     def _decay(self) -> float:
         raise NotImplementedError
+
+    def save(self, path):
+        """Write the parameters and model to ``path`` (``.npz``, atomic); see :mod:`bgsub.checkpoint`."""
+        from bgsub import checkpoint
+        return checkpoint.save(self, path)
+
+    @classmethod
+    def load(cls, path) -> "PixelKernelSubtractor":
+        """The subtractor saved in ``path``; refuses a checkpoint of another algorithm."""
+        from bgsub import checkpoint
+        return checkpoint.load(path, algorithm=checkpoint.algorithm_name(cls))
 
     def __repr__(self) -> str:
         changed = {k: v for k, v in self.params.items()

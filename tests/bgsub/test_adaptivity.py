@@ -61,8 +61,7 @@ def test_apply_takes_opencvs_arguments():
         ref = b.apply(fr, learningRate=0.5)
         np.testing.assert_array_equal(out, ref)
     c = bgsub.create("olkn")
-    c.apply(frames[0], 0.5)  # the older positional learningRate still works
-    with pytest.raises(ValueError, match="fgmask must be uint8"):
+    with pytest.raises(ValueError, match="fgmask must be None or a uint8 array"):
         c.apply(frames[1], np.zeros((3, 3), np.uint8))
 
 

@@ -50,6 +50,16 @@ def test_demo_default_output_folder_is_printed(tmp_path, monkeypatch, capsys):
     assert f"masks: {out}" in capsys.readouterr().out
 
 
+def test_demo_says_why_it_stays_in_the_terminal(tmp_path, monkeypatch, capsys):
+    for var in ("DISPLAY", "WAYLAND_DISPLAY"):
+        monkeypatch.delenv(var, raising=False)
+    if sys.platform in ("win32", "darwin"):
+        pytest.skip("always has a display")
+    assert cli(["demo", "--algo", "mog2", "--out", str(tmp_path / "m"), "--quiet"]) == 0
+    assert "staying in the terminal: no display ($DISPLAY and $WAYLAND_DISPLAY are not set)" in \
+        capsys.readouterr().err
+
+
 def test_gui_is_used_only_with_a_display(monkeypatch):
     for var in ("DISPLAY", "WAYLAND_DISPLAY"):
         monkeypatch.delenv(var, raising=False)

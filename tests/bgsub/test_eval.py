@@ -13,6 +13,7 @@ from bgsub.cli import main as cli_main
 from bgsub.commands.eval import evaluate_sequence
 from bgsub.cdnet import load_sequence
 from bgsub.metrics import frame_counts
+from bgsub.sources import open_source
 
 
 def _write_sequence(root, n=40, first=11, size=(48, 64), last=None):
@@ -48,9 +49,10 @@ def test_eval_json_on_a_written_sequence(tmp_path, capsys):
     rep = json.loads(capsys.readouterr().out)
     assert rep["algo"] == "olkn" and rep["params"]["width"] == 25.0
     (row,) = rep["sequences"]
-    assert set(row) == {"name", "frames", "F", "recall", "precision", "specificity", "FPR", "FNR", "PWC", "auc",
-                        "fps"}
+    assert set(row) == {"name", "frames", "processed", "F", "recall", "precision", "specificity", "FPR", "FNR",
+                        "PWC", "auc", "fps"}
     assert row["name"] == "cam1" and row["frames"] == 30  # 11..40, clipped to the frames present
+    assert row["processed"] == 40 and rep["failed"] == []
     assert row["F"] > 0.8 and row["auc"] > 0.9 and row["fps"] > 0
     assert rep["mean"]["F"] == pytest.approx(row["F"])
     masks = sorted((out / "cam1").glob("bin*.png"))
@@ -73,6 +75,40 @@ def test_eval_table_and_opencv_peer(tmp_path, capsys):
     assert cli_main(["eval", str(root), "--algo", "knn", "--quiet"]) == 0
     text = capsys.readouterr().out
     assert "a " in text and "b " in text and "mean" in text
+    header = text.splitlines()[1].split()
+    assert header[:3] == ["sequence", "scored", "processed"]
+    row_a = next(line.split() for line in text.splitlines() if line.startswith("a "))
+    assert row_a[1:3] == ["21", "25"]  # frames 5..25 scored, all 25 processed
+
+
+def test_eval_scores_every_sequence_it_can_and_reports_the_failed_ones(tmp_path, capsys):
+    root = tmp_path / "data"
+    _write_sequence(root / "a", n=20, first=5)
+    bad = _write_sequence(root / "b", n=20, first=5)
+    (bad / "input" / "in000012.png").write_bytes(b"not an image")  # undecodable: skipped and counted
+    cv2.imwrite(str(bad / "input" / "in000015.png"), np.zeros((30, 30, 3), np.uint8))  # size change: stops
+    _write_sequence(root / "c", n=20, first=5)
+    out = tmp_path / "masks"
+    rc = cli_main(["eval", str(root), "--algo", "knn", "--json", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert rc == 1 and "Traceback" not in captured.err
+    rep = json.loads(captured.out)
+    assert [r["name"] for r in rep["sequences"]] == ["a", "c"]
+    (failed,) = rep["failed"]
+    assert failed["name"] == "b" and "frame 15" in failed["error"] and "30x30" in failed["error"]
+    assert "bgsub eval: error: b not scored:" in captured.err
+    assert "1 of 3 sequences failed" in captured.err
+    assert rep["mean"]["F"] == pytest.approx((rep["sequences"][0]["F"] + rep["sequences"][1]["F"]) / 2)
+
+
+def test_eval_out_replaces_the_masks_of_an_earlier_run(tmp_path, capsys):
+    seq = _write_sequence(tmp_path / "cam", n=12, first=3)
+    out = tmp_path / "masks"
+    (out / "cam").mkdir(parents=True)
+    for n in (1, 13, 500):  # an earlier, longer run's masks
+        cv2.imwrite(str(out / "cam" / f"bin{n:06d}.png"), np.full((48, 64), 255, np.uint8))
+    assert cli_main(["eval", str(seq), "--algo", "knn", "--out", str(out), "--quiet", "--max-frames", "8"]) == 0
+    assert sorted(p.name for p in (out / "cam").iterdir()) == [f"bin{n:06d}.png" for n in range(1, 9)]
 
 
 def test_eval_errors_are_clear(tmp_path, capsys):
@@ -88,10 +124,10 @@ def test_eval_errors_are_clear(tmp_path, capsys):
     assert "width must be >=" in capsys.readouterr().err
 
 
-def test_evaluate_sequence_fps_excludes_decoding(tmp_path):
-    seq = load_sequence(_write_sequence(tmp_path / "s", n=12, first=3))
+def test_evaluate_sequence_goes_through_the_pipeline(tmp_path):
+    path = _write_sequence(tmp_path / "s", n=12, first=3)
 
-    class Slow:
+    class AllBackground:
         score_range = (-1.0, 1.0)
 
         def apply(self, frame):
@@ -100,9 +136,10 @@ def test_evaluate_sequence_fps_excludes_decoding(tmp_path):
         def getScoreMap(self):
             return np.full((48, 64), -1.0, np.float32)
 
-    r = evaluate_sequence(seq, Slow())
-    assert r["frames"] == 10 and r["recall"] == 0.0 and math.isnan(r["precision"])
-    assert r["fps"] > 1000  # apply() alone is trivial; decoding is not counted
+    with open_source(path) as source:
+        r = evaluate_sequence(source, AllBackground())
+    assert r["frames"] == 10 and r["processed"] == 12 and r["error"] is None
+    assert r["recall"] == 0.0 and math.isnan(r["precision"]) and r["fps"] > 0
 
 
 def test_eval_on_real_sbi_sequence(shared_data, capsys):
@@ -114,14 +151,43 @@ def test_eval_on_real_sbi_sequence(shared_data, capsys):
     assert row["frames"] == 45 - 19 + 1 and 0.3 < row["F"] <= 1.0 and 0.5 < row["auc"] <= 1.0
 
 
-def test_bench_json_small(capsys):
+def test_bench_json_small_says_it_used_the_synthetic_clip(capsys):
     rc = cli_main(["bench", "--json", "--size", "64x48", "--frames", "5", "--rounds", "1",
                    "--algo", "olkn", "--algo", "knn", "--data", "/nonexistent"])
     assert rc == 0
     rep = json.loads(capsys.readouterr().out)
-    assert rep["source"] == "synthetic clip"
+    assert rep["source"].startswith("synthetic clip (CDnet highway not found at /nonexistent")
     (size,) = rep["sizes"]
     assert size["size"] == "64x48"
     algos = {r["algo"]: r for r in size["results"]}
-    assert algos["knn"]["ratio_to_knn"] == pytest.approx(1.0)
-    assert algos["olkn"]["fps"] > 0
+    assert algos["olkn"]["fps"] > 0 and algos["olkn"]["ratio_to_knn"] > 0
+    assert len(algos["olkn"]["fps_rounds"]) == 1
+
+
+def test_bench_text_output_names_the_frames(capsys):
+    assert cli_main(["bench", "--size", "32x24", "--frames", "3", "--rounds", "1", "--algo", "knn",
+                     "--data", "/nonexistent"]) == 0
+    assert "frames: synthetic clip (CDnet highway not found" in capsys.readouterr().out
+    assert cli_main(["bench", "--rounds", "0"]) == 2
+    assert "bgsub bench: error: --rounds must be >= 1, got 0" in capsys.readouterr().err
+
+
+def test_eval_roi_scale_and_min_area(tmp_path, capsys):
+    seq = _write_sequence(tmp_path / "cam", n=30, first=11)
+    roi = np.zeros((48, 64), np.uint8)
+    roi[:, 32:] = 255
+    cv2.imwrite(str(tmp_path / "roi.png"), roi)
+    out = tmp_path / "masks"
+    assert cli_main(["eval", str(seq), "--algo", "knn", "--json", "--roi", str(tmp_path / "roi.png"),
+                     "--scale", "0.5", "--out", str(out)]) == 0
+    row = json.loads(capsys.readouterr().out)["sequences"][0]
+    assert row["frames"] == 20 and 0 < row["recall"] < 1  # the square is found only in the right half
+    for n in range(1, 31):
+        m = cv2.imread(str(out / "cam" / f"bin{n:06d}.png"), cv2.IMREAD_GRAYSCALE)
+        assert m.shape == (48, 64) and not m[:, :32].any()
+    # no blob reaches 10 000 pixels: nothing is foreground
+    assert cli_main(["eval", str(seq), "--algo", "knn", "--json", "--min-area", "10000"]) == 0
+    row = json.loads(capsys.readouterr().out)["sequences"][0]
+    assert row["recall"] == 0.0
+    assert cli_main(["eval", str(seq), "--scale", "1.5"]) == 2
+    assert "bgsub eval: error: --scale must be in (0, 1], got 1.5" in capsys.readouterr().err

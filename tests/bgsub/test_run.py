@@ -15,7 +15,7 @@ import pytest
 
 import bgsub
 from bgsub.cli import main as cli
-from bgsub.commands.run import ConfigError, resolve_algorithm
+from bgsub.settings import ConfigError, resolve_algorithm
 from bgsub.synthetic import SceneConfig, SyntheticScene, write_sequence
 from bgsub.writers import list_masks
 from tests.bgsub.test_sources import write_test_video
@@ -234,13 +234,14 @@ def test_camera_status_line_reports_fps(clip):
     import io
 
     from bgsub.commands.run import _CameraStatus
+    from bgsub.pipeline import FrameOutput
     from bgsub.sources import open_source
 
     stream = io.StringIO()
     status = _CameraStatus("camera 0", stream=stream)
     with open_source(clip) as src:
         for frame in src:
-            status(frame, np.zeros(frame.image.shape[:2], np.uint8))
+            status(FrameOutput(frame.index, frame.image, np.zeros(frame.image.shape[:2], np.uint8)))
             time.sleep(0.03)
     status.close()
     text = stream.getvalue()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import cv2
@@ -104,15 +103,6 @@ def test_dynamic_background_defeats_frame_difference_but_not_a_learnt_model():
     assert knn_fp / total < fd_fp / total / 2
 
 
-def test_rendering_is_fast_enough():
-    scene = SyntheticScene(SceneConfig(frames=40, warmup=10))
-    t0 = time.perf_counter()
-    for t in range(1, 41):
-        scene.render(t)
-    # About 10 ms a frame at 320x240 on one core; generous for a shared machine.
-    assert time.perf_counter() - t0 < 20
-
-
 def test_bad_config_is_refused():
     with pytest.raises(ValueError, match="at least 64x48"):
         SyntheticScene(width=10, height=10)
@@ -160,9 +150,7 @@ def test_command_line_writes_the_files(tmp_path, capsys):
 
 def test_bundled_clip_is_what_the_generator_makes():
     videos = repo_videos_dir()
-    seq_dir = videos / "sample"
-    if not (seq_dir / "input").is_dir():
-        pytest.skip("videos/sample is not in this checkout")
+    seq_dir = videos / "sample"  # part of the repository: its absence is a failure, not a skip
     seq = load_sequence(seq_dir)
     assert len(seq) == SAMPLE_CONFIG.frames == 300
     assert seq.temporal_roi == (SAMPLE_CONFIG.warmup + 1, 300)

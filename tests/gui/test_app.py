@@ -44,6 +44,25 @@ def test_screenshot_of_a_sequence_then_exit_0(tmp_path, tiny_sequence):
     assert sorted(p.name for p in masks.iterdir()) == [f"bin{n:06d}.png" for n in range(1, 13)]
 
 
+def test_roi_scale_and_min_area_from_the_command_line(tmp_path, tiny_sequence):
+    import cv2
+    import numpy as np
+
+    first = cv2.imread(str(sorted((tiny_sequence / "input").iterdir())[0]))
+    h, w = first.shape[:2]
+    roi = np.zeros((h, w), np.uint8)
+    roi[:, w // 2:] = 255
+    cv2.imwrite(str(tmp_path / "roi.png"), roi)
+    masks = tmp_path / "masks"
+    proc = run_gui([tiny_sequence, "--algo", "knn", "--frames", "6", "--screenshot", tmp_path / "s.png",
+                    "--roi", tmp_path / "roi.png", "--scale", "0.5", "--min-area", "4", "--save-masks", masks],
+                   tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    saved = [cv2.imread(str(p), cv2.IMREAD_GRAYSCALE) for p in sorted(masks.iterdir())]
+    assert len(saved) == 6 and all(m.shape == (h, w) and not m[:, : w // 2].any() for m in saved)
+    assert saved[0][:, w // 2:].all()  # KNN's first frame: foreground everywhere inside the ROI
+
+
 def test_screenshot_of_a_broken_file_shows_the_error_and_exits_1(tmp_path):
     bad = tmp_path / "broken.mp4"
     bad.write_bytes(b"")
@@ -66,6 +85,8 @@ def test_bad_arguments_are_refused_with_a_message(tmp_path, capsys):
         (["--algo", "knn", "--preset", "nope"], "unknown preset 'nope' for knn"),
         (["--algo", "knn", "--threshold", "3"], "--threshold must lie in the score range [-1, 1] of knn"),
         (["--size", "big"], "--size takes WIDTHxHEIGHT"),
+        (["--scale", "0"], "--scale must be in (0, 1], got 0"),
+        (["--roi", str(tmp_path / "none.png")], "none.png: no such file"),
     ):
         with pytest.raises(SystemExit) as exit_info:
             main([*argv, "--screenshot", str(tmp_path / "x.png")])

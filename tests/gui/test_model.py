@@ -12,7 +12,7 @@ import pytest
 from bgsub import registry
 from bgsub.metrics import StreamingROC, frame_counts
 from bgsub.sources import Frame, SourceError, open_source
-from gui.model import LatestFrameReader, MaskSaver, Session, default_algorithm
+from gui.model import LatestFrameReader, Session, default_algorithm
 
 
 def run_all(session: Session) -> list:
@@ -77,11 +77,17 @@ def test_threshold_makes_the_mask_from_the_score(tiny_sequence):
         session.set_threshold(float("nan"))
 
 
-def test_parameter_needing_reset_rebuilds_and_clears_metrics(tiny_sequence):
-    session = Session(algo="knn")
+def stepped(tiny_sequence, algo: str, frames: int) -> Session:
+    """A session on ``tiny_sequence`` that processed ``frames`` frames."""
+    session = Session(algo=algo)
     session.open(tiny_sequence)
-    for _ in range(6):
+    for _ in range(frames):
         session.step()
+    return session
+
+
+def test_parameter_needing_reset_rebuilds_and_clears_metrics(tiny_sequence):
+    session = stepped(tiny_sequence, "knn", 6)
     old = session.subtractor
     change = session.set_param("history", 30)
     assert not change.live and "reset" in change.message
@@ -100,10 +106,6 @@ def test_bad_parameter_values_are_refused_and_the_old_value_kept():
         session.set_param("width", 3.0)
 
 
-needs_olkn = pytest.mark.skipif("olkn" not in registry.algorithms(), reason="olkn is not registered")
-
-
-@needs_olkn
 def test_live_parameter_keeps_the_learned_model(tiny_sequence):
     session = Session(algo="olkn", params={"budget": 4})
     session.open(tiny_sequence)
@@ -122,7 +124,6 @@ def test_live_parameter_keeps_the_learned_model(tiny_sequence):
     assert session.subtractor.get_params()["budget"] == 6
 
 
-@needs_olkn
 def test_value_refused_by_the_subtractor_keeps_the_old_one():
     session = Session(algo="olkn")
     nu = session.params["nu"]
@@ -133,10 +134,7 @@ def test_value_refused_by_the_subtractor_keeps_the_old_one():
 
 
 def test_restart_goes_back_to_the_first_frame(tiny_sequence):
-    session = Session(algo="mog2")
-    session.open(tiny_sequence)
-    for _ in range(10):
-        session.step()
+    session = stepped(tiny_sequence, "mog2", 10)
     old = session.subtractor
     session.restart()
     r = session.step()
@@ -185,21 +183,29 @@ def test_video_file_without_ground_truth(tmp_path):
     assert all(r.roc is None and r.metrics is None for r in results)
 
 
-def test_mask_saver_writes_cdnet_names_atomically(tmp_path):
-    saver = MaskSaver(tmp_path / "out" / "masks")
-    mask = np.zeros((6, 8), np.uint8)
-    mask[2:4, 3:5] = 255
-    path = saver.save(12, mask)
-    assert path.name == "bin000012.png" and saver.written == 1
-    assert np.array_equal(cv2.imread(str(path), cv2.IMREAD_GRAYSCALE), mask)
-    assert sorted(p.name for p in path.parent.iterdir()) == ["bin000012.png"]  # no temporary left
+def test_session_saves_masks_through_the_pipelines_writer(tiny_sequence, tmp_path):
+    session = Session(algo="knn")
+    session.open(tiny_sequence)
+    folder = tmp_path / "out" / "masks"
+    session.set_save_folder(folder)
+    results = [session.step() for _ in range(3)]
+    assert session.save_folder == folder and session.masks_saved == 3
+    assert sorted(p.name for p in folder.iterdir()) == ["bin000001.png", "bin000002.png", "bin000003.png"]
+    for r in results:  # exactly the masks the window shows, no temporary left
+        saved = cv2.imread(str(folder / f"bin{r.index:06d}.png"), cv2.IMREAD_GRAYSCALE)
+        assert np.array_equal(saved, r.mask)
+    session.set_save_folder(None)
+    session.step()
+    assert len(list(folder.iterdir())) == 3
+    session.close()
 
 
 def test_mask_folder_that_cannot_be_created(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
+    session = Session(algo="knn")
     with pytest.raises(OSError, match="cannot create the mask folder"):
-        MaskSaver(blocker / "masks")
+        session.set_save_folder(blocker / "masks")
 
 
 def test_latest_frame_reader_drops_frames_instead_of_lagging():
@@ -277,13 +283,23 @@ def test_every_registered_algorithm_runs_in_a_session(algo, tiny_sequence):
 
 
 @pytest.mark.parametrize("algo", registry.algorithms())
-def test_warm_up_runs_each_algorithm_on_tiny_frames(algo):
+def test_warm_up_runs_each_algorithm_on_tiny_frames(algo, monkeypatch):
+    import gui.model
     from gui.model import warm_up
 
-    seconds = warm_up(algo, registry.default_params(algo))
-    assert seconds >= 0.0
-    # Once compiled, warming up again is quick (the window does it on every switch).
-    assert warm_up(algo, registry.default_params(algo)) < 5.0
+    made = []
+    real = registry.create
+
+    def create(name, **params):
+        sub = real(name, **params)
+        made.append((name, sub))
+        return sub
+
+    monkeypatch.setattr(gui.model.registry, "create", create)
+    seconds = warm_up(algo, registry.default_params(algo), frames=3)
+    assert seconds > 0.0 and [name for name, _ in made] == [algo]
+    score = made[0][1].getScoreMap()  # it really processed frames of the warm-up size
+    assert score is not None and score.shape == gui.model.WARM_UP_SIZE
 
 
 def test_warm_up_refuses_bad_parameters():
@@ -291,3 +307,22 @@ def test_warm_up_refuses_bad_parameters():
 
     with pytest.raises(ValueError, match="history must be >= 1"):
         warm_up("knn", {"history": 0})
+
+
+def test_session_roi_scale_and_min_area_go_through_the_pipeline(tiny_sequence):
+    with open_source(tiny_sequence) as source:
+        h, w = next(iter(source)).image.shape[:2]
+    roi = np.zeros((h, w), bool)
+    roi[h // 4:, : w // 2] = True
+    session = Session(algo="knn", roi=roi, scale=0.5, min_area=3)
+    session.open(tiny_sequence)
+    results = run_all(session)
+    assert all(r.mask.shape == (h, w) and not r.mask[~roi].any() for r in results)
+    assert results[0].mask[roi].all()  # KNN's first frame: all foreground, inside the ROI only
+    assert results[-1].score.shape == (h, w)
+    for r in results:  # no blob under 3 pixels survives
+        n, _, stats, _ = cv2.connectedComponentsWithStats((r.mask > 0).astype(np.uint8), connectivity=8)
+        assert all(stats[k, cv2.CC_STAT_AREA] >= 3 for k in range(1, n))
+    session.close()
+    with pytest.raises(ValueError, match="--scale must be in"):
+        Session(algo="knn", scale=0)

@@ -1,0 +1,323 @@
+"""The frame pipeline: source -> pre-processing -> subtractor -> post-processing -> sinks.
+
+Every command (``run``, ``eval``, ``batch``, ``demo``, ``bench``) and the
+desktop app's session process frames here and nowhere else.
+:meth:`Pipeline.process` turns one :class:`bgsub.sources.Frame` into one
+:class:`FrameOutput`; :meth:`Pipeline.run` is the frame loop over a source.
+
+Frame policy (one for every command): a frame the source cannot decode is
+skipped and counted (``decode_errors``); a frame that cannot be processed --
+its size changes, the subtractor rejects it, an output cannot be written --
+stops that input with a one-line message in :attr:`PipelineResult.error`, and
+every output written before it is kept and complete. Nothing is raised.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import numpy as np
+
+from bgsub.pipeline.objects import DetectedObject, Tracker, find_objects
+from bgsub.pipeline.region import Region
+from bgsub.sources import Frame, SourceError
+
+__all__ = ["FrameOutput", "PipelineResult", "Pipeline", "describe_error"]
+
+
+@dataclass
+class FrameOutput:
+    """One processed frame.
+
+    Attributes
+    ----------
+    index : int
+        Frame number (CDnet numbering from 1).
+    image : ndarray of uint8, shape (H, W, 3)
+        The input frame.
+    mask : ndarray of uint8, shape (H, W)
+        Final mask at the input's size: 0 background, 255 foreground.
+    score : ndarray of float32, shape (H, W), or None
+        Score map at the input's size (> 0 foreground) when asked for and available.
+    score_range : tuple of float
+        ``(low, high)`` of the score map.
+    objects : list of DetectedObject or None
+        Connected components (``min_area`` and up), with track ids, when asked for.
+    groundtruth, roi : ndarray or None
+        The frame's CDnet labels and region of interest, when it has them.
+    scored : bool
+        True when the frame has ground truth inside the temporal ROI.
+    """
+
+    index: int
+    image: np.ndarray
+    mask: np.ndarray
+    score: np.ndarray | None = None
+    score_range: tuple[float, float] = (-1.0, 1.0)
+    objects: list[DetectedObject] | None = None
+    groundtruth: np.ndarray | None = None
+    roi: np.ndarray | None = None
+    scored: bool = False
+
+
+@dataclass
+class PipelineResult:
+    """What one :meth:`Pipeline.run` did.
+
+    Attributes
+    ----------
+    frames : int
+        Frames processed (one mask each).
+    seconds, fps : float
+        Wall time of the pass and ``frames / seconds``.
+    subtract_fps : float
+        Frames per second of the subtractor alone (time inside ``apply``).
+    interrupted : bool
+        Stopped by Ctrl-C, a sink (closed preview window) or ``should_stop``.
+    error : str or None
+        Why the input stopped early (see the frame policy); None when it did not.
+    first_index, last_index : int or None
+        Numbers of the first and last frame processed.
+    metrics : dict or None
+        CDnet metrics of the first :class:`~bgsub.pipeline.sinks.Scores` sink.
+    scored_frames : int
+        Frames in ``metrics``.
+    decode_errors : int
+        Frames the source skipped because they did not decode.
+    expected_frames : int or None
+        Frames the source announced.
+    source_summary : str
+        The source's own account.
+    warnings : list of str
+    """
+
+    frames: int = 0
+    seconds: float = 0.0
+    fps: float = 0.0
+    subtract_fps: float = 0.0
+    interrupted: bool = False
+    error: str | None = None
+    first_index: int | None = None
+    last_index: int | None = None
+    metrics: dict[str, float] | None = None
+    scored_frames: int = 0
+    decode_errors: int = 0
+    expected_frames: int | None = None
+    source_summary: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for a user: the message, with the kind of error when it is not a plain ValueError/OSError."""
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, OSError) and exc.strerror and exc.filename:
+        text = f"{exc.filename}: {exc.strerror}"
+    if isinstance(exc, (ValueError, OSError)):
+        return text.splitlines()[0] if text else type(exc).__name__
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
+
+
+class _Frames:
+    """A bare iterable of frames or images seen as a source."""
+
+    def __init__(self, items: Iterable) -> None:
+        self._items = items
+        self.sequence = None
+        self.frame_count = len(items) if hasattr(items, "__len__") else None
+        self.decode_errors = 0
+        self.frames_read = 0
+        self.incomplete = False
+
+    def __iter__(self):
+        for k, item in enumerate(self._items, 1):
+            self.frames_read = k
+            yield item if isinstance(item, Frame) else Frame(k, item)
+
+    def summary(self) -> str:
+        return f"{self.frames_read} frames"
+
+
+class Pipeline:
+    """A subtractor with its pre-processing, post-processing and sinks.
+
+    Parameters
+    ----------
+    subtractor
+        Anything with ``apply(image) -> mask`` (uint8 0/255), optionally
+        ``getScoreMap()`` and ``score_range``.
+    region : Region, optional
+        ROI and processing scale (default: the whole frame at full size).
+    threshold : float
+        Score threshold of the mask; 0 keeps the subtractor's own mask.
+    min_area : int
+        Drop foreground components smaller than this (pixels at the input's size).
+    track : bool
+        Give objects track ids (:class:`~bgsub.pipeline.objects.Tracker`).
+    sinks : list of Sink
+        Where each frame's output goes, in order.
+    keep_score : bool
+        Put the score map in every :class:`FrameOutput` even when no sink needs it.
+    """
+
+    def __init__(self, subtractor, *, region: Region | None = None, threshold: float = 0.0, min_area: int = 0,
+                 track: bool = True, sinks: Iterable = (), keep_score: bool = False) -> None:
+        if min_area < 0:
+            raise ValueError(f"--min-area must be >= 0, got {min_area}")
+        self.subtractor = subtractor
+        self.region = region if region is not None else Region()
+        self.threshold = float(threshold)
+        self.min_area = int(min_area)
+        self.sinks = list(sinks)
+        self.keep_score = keep_score
+        self.tracker = Tracker() if track else None
+        #: The CDnet sequence of the source (temporal ROI), set by :meth:`run` or by the caller.
+        self.sequence = None
+        self.apply_seconds = 0.0
+        self._stop = False
+
+    @property
+    def score_range(self) -> tuple[float, float]:
+        lo, hi = getattr(self.subtractor, "score_range", (-1.0, 1.0))
+        return float(lo), float(hi)
+
+    def _wants(self, attr: str) -> bool:
+        return any(getattr(s, attr, False) for s in self.sinks)
+
+    def process(self, frame: Frame) -> FrameOutput:
+        """Run one frame through every stage and sink; returns what it made.
+
+        Raises whatever a stage raises (the caller's policy decides); :meth:`run`
+        turns it into :attr:`PipelineResult.error`.
+        """
+        sub = self.subtractor
+        work = self.region.prepare(frame.image)
+        t0 = time.perf_counter()
+        mask = sub.apply(work)
+        self.apply_seconds += time.perf_counter() - t0
+        score = None
+        want_score = self.keep_score or self.threshold != 0.0 or self._wants("needs_score")
+        if want_score and callable(getattr(sub, "getScoreMap", None)):
+            score = sub.getScoreMap()
+            if score is not None:
+                if self.threshold != 0.0:
+                    mask = np.where(score > self.threshold, np.uint8(255), np.uint8(0))
+                score = self.region.restore_score(score, self.score_range[0])
+        mask = self.region.restore_mask(mask)
+        objects = None
+        if self.min_area > 0 or self._wants("needs_objects"):
+            mask, objects = find_objects(mask, self.min_area, frame.index)
+            if self.tracker is not None:
+                self.tracker.update(objects)
+        seq = self.sequence
+        scored = frame.groundtruth is not None and (seq is None or bool(seq.is_scored(frame.index)))
+        out = FrameOutput(frame.index, frame.image, mask, score, self.score_range, objects,
+                          frame.groundtruth, frame.roi, scored)
+        self._stop = False
+        for sink in self.sinks:
+            if sink.write(out) is False:
+                self._stop = True
+        return out
+
+    def close(self, ok: bool = True) -> None:
+        """Close every sink (finalising files); the first error is raised after all were tried."""
+        first = None
+        for sink in self.sinks:
+            try:
+                sink.close(ok)
+            except Exception as exc:  # noqa: BLE001 - report after closing the others
+                first = first or exc
+        if first is not None:
+            raise first
+
+    def run(self, source, *, should_stop: Callable[[], bool] | None = None, catch_interrupt: bool = True,
+            close: bool = True) -> PipelineResult:
+        """Every frame of ``source`` through :meth:`process`; the frame policy applies.
+
+        Parameters
+        ----------
+        source : FrameSource or iterable of Frame or images
+        should_stop : callable, optional
+            Polled before each frame; True stops the run (``interrupted``).
+        catch_interrupt : bool
+            Turn Ctrl-C into a clean stop after the current frame's outputs are
+            complete (main thread only); a second Ctrl-C interrupts at once.
+        close : bool
+            Close the sinks at the end (finalises videos and object files).
+        """
+        if not hasattr(source, "summary"):
+            source = _Frames(source)
+        self.sequence = getattr(source, "sequence", None)
+        result = PipelineResult(expected_frames=getattr(source, "frame_count", None))
+        stop_requested = [False]
+        previous_handler = None
+        if catch_interrupt and threading.current_thread() is threading.main_thread():
+            def _on_sigint(signum, _frame):
+                if stop_requested[0]:
+                    raise KeyboardInterrupt
+                stop_requested[0] = True
+
+            previous_handler = signal.signal(signal.SIGINT, _on_sigint)
+        self.apply_seconds = 0.0
+        start = time.perf_counter()
+        iterator = iter(source)
+        try:
+            while True:
+                if stop_requested[0] or (should_stop is not None and should_stop()):
+                    result.interrupted = True
+                    break
+                try:
+                    frame = next(iterator)
+                except StopIteration:
+                    break
+                except SourceError as exc:
+                    at = getattr(exc, "index", None)  # BadFrameError knows its frame
+                    if at is None:
+                        at = (getattr(source, "start", 1) + getattr(source, "frames_read", result.frames)
+                              + getattr(source, "decode_errors", 0))
+                    result.error = f"frame {at}: {exc}"
+                    break
+                try:
+                    self.process(frame)
+                except Exception as exc:  # noqa: BLE001 - the frame policy: stop this input, say why
+                    result.error = f"frame {frame.index}: {describe_error(exc)}"
+                    break
+                result.frames += 1
+                if result.first_index is None:
+                    result.first_index = frame.index
+                result.last_index = frame.index
+                if self._stop:
+                    result.interrupted = True
+                    break
+        except KeyboardInterrupt:
+            if not catch_interrupt:
+                raise
+            result.interrupted = True
+        finally:
+            if previous_handler is not None:
+                signal.signal(signal.SIGINT, previous_handler)
+            closer = getattr(iterator, "close", None)
+            if closer is not None:
+                closer()
+            if close:
+                try:
+                    self.close(ok=result.error is None)
+                except Exception as exc:  # noqa: BLE001
+                    result.error = result.error or f"finishing the outputs: {describe_error(exc)}"
+        result.seconds = time.perf_counter() - start
+        result.fps = result.frames / result.seconds if result.seconds > 0 else 0.0
+        result.subtract_fps = result.frames / self.apply_seconds if self.apply_seconds > 0 else 0.0
+        result.decode_errors = int(getattr(source, "decode_errors", 0) or 0)
+        result.source_summary = source.summary()
+        if not result.interrupted and result.error is None and getattr(source, "incomplete", False):
+            result.warnings.append(source.summary())
+        from bgsub.pipeline.sinks import Scores
+
+        scores = next((s for s in self.sinks if isinstance(s, Scores)), None)
+        if scores is not None:
+            result.metrics = scores.metrics()
+            result.scored_frames = scores.frames
+        return result
