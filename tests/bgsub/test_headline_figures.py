@@ -22,7 +22,8 @@ UCSD_MEAN_F = {"olkn": 0.353, "norma": 0.246}
 
 
 def test_default_olkn_highway_f(highway):
-    rows, mean = evaluate([highway], lambda: bgsub.create("olkn"))
+    rows, mean, failed = evaluate([highway], lambda: bgsub.create("olkn"))
+    assert not failed
     assert rows[0]["F"] == pytest.approx(HIGHWAY_F_OLKN, abs=0.01)
 
 
@@ -33,5 +34,6 @@ def test_default_mean_f_on_the_ucsd_clips(shared_data, algo):
         pytest.skip(f"UCSD sequences not found at {root}")
     paths = resolve_sequences([root])
     assert len(paths) == 9
-    rows, mean = evaluate(paths, lambda: bgsub.create(algo))
+    rows, mean, failed = evaluate(paths, lambda: bgsub.create(algo))
+    assert not failed
     assert mean["F"] == pytest.approx(UCSD_MEAN_F[algo], abs=0.01)
