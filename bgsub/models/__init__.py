@@ -12,6 +12,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from bgsub.models.norma import NORMASubtractor, createNORMA  # noqa: F401,E402
 from bgsub.models.olkn import OLKNSubtractor, createOLKN  # noqa: F401,E402
+from bgsub.models.oem import OEMSubtractor, createOEM  # noqa: F401,E402
 from bgsub.models.svmd import SVMDSubtractor, createSVMD  # noqa: F401,E402
 
-__all__ = ["OLKNSubtractor", "createOLKN", "NORMASubtractor", "createNORMA", "SVMDSubtractor", "createSVMD"]
+__all__ = ["OLKNSubtractor", "createOLKN", "NORMASubtractor", "createNORMA", "OEMSubtractor", "createOEM",
+           "SVMDSubtractor", "createSVMD"]
