@@ -124,10 +124,11 @@ class SVMDSubtractor(PixelKernelSubtractor):
                                np.eye(1), self._svmd_params(), self.params["width"], p_bg, p_fg,
                                self.params["seed"], self.n_frames_, external, self._score, mask_out, self._stepped)
 
-    def _frame(self, img, p_bg, p_fg, mask_out):
+    # Neighbour diffusion (p_diff, nbr_mask) is not implemented for svmd: a pixel learns only its own values.
+    def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
         self._run(img, p_bg, p_fg, np.zeros((0, 0), np.uint8), mask_out)
 
-    def _update(self, img, mask, p_bg, p_fg):
+    def _update(self, img, mask, p_bg, p_fg, p_diff):
         self._run(img, p_bg, p_fg, np.ascontiguousarray(mask), self._rawmask)
 
     def _decay(self) -> float:
