@@ -120,6 +120,18 @@ def binary_classes(y, classes, name):
     return cls
 
 
+def label_of_score(classes, f):
+    """The label a classifier's score ``f`` of one row picks: argmax of an array, else the sign of ``f``
+    (``classes_[1]`` when positive), as a plain Python value."""
+    if isinstance(f, np.ndarray):
+        label = classes[int(np.argmax(f))]
+    elif classes.shape[0] == 1:
+        label = classes[0]
+    else:
+        label = classes[1] if f > 0 else classes[0]
+    return label.item() if isinstance(label, np.generic) else label
+
+
 def check_known_labels(y, classes, name):
     """Raise unless every label of ``y`` is one of ``classes``."""
     unseen = ~np.isin(y, classes)
@@ -470,21 +482,16 @@ class BinaryDecisionMixin:
         return {"binary_only": True}
 
 
-class BinaryClassifierMixin(BinaryDecisionMixin):
-    """Binary labels of any two values: ``classes_[0]`` maps to -1, ``classes_[1]`` to +1.
+class StreamClassifierMixin:
+    """What the online classifiers share: ``fit``/``partial_fit`` on labelled batches and the label checks.
 
-    Rows one at a time: ``learn_one(x, y)``, ``predict_one(x)``, ``score_one(x)``
-    (``f(x)``), ``predict_proba_one(x)``. ``learn_one`` takes labels as they come
-    (river's way): a model that has seen one class predicts it.
-
-    ``predict_proba`` calibrates ``f`` online: ``P(classes_[1] | x) = 1 / (1 + exp(-A f(x)))``
-    (a softmax of ``A f_k(x)`` for more classes), the temperature ``A`` moved by one
-    AdaGrad step of the log-loss on every row's ``f_t(x)``, the score the model gave
-    the row *before* learning from it, so the calibration sees honest out-of-sample
-    scores; its most probable class is always ``predict``'s (:mod:`learners._calibration`).
+    The first call fixes ``classes_`` (``partial_fit``'s ``classes=`` or the labels of the
+    batch); later calls must hold only those labels. ``_native_multiclass`` says whether
+    more than two are allowed. Subclasses implement ``_encode_labels`` (calling
+    :meth:`_check_labels`).
     """
 
-    #: Whether more than two classes are learnt natively (one-vs-rest over a shared support set).
+    #: Whether more than two classes are learnt natively.
     _native_multiclass = False
 
     def _is_classifier(self):
@@ -496,7 +503,7 @@ class BinaryClassifierMixin(BinaryDecisionMixin):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,), two distinct labels
+        y : array-like of shape (n_samples,)
 
         Returns
         -------
@@ -522,6 +529,40 @@ class BinaryClassifierMixin(BinaryDecisionMixin):
         self, or scores : ndarray of shape (n_samples,) (binary) or (n_samples, n_classes)
         """
         return self._partial_fit(X, y, classes, self._params(), return_scores)
+
+    def _check_labels(self, y, classes, first):
+        """Fix ``classes_`` on the first call (from ``y`` or ``classes``); later, check ``y`` against them."""
+        name = type(self).__name__
+        check_classification_targets(y)
+        if first:
+            if self._native_multiclass:
+                cls = np.unique(np.asarray(classes)) if classes is not None else np.unique(y)
+                if cls.shape[0] < 2:
+                    raise ValueError(f"{name} needs samples of at least 2 classes, but y has only 1 class "
+                                     f"({cls.tolist()}); pass classes=[every label] to the first "
+                                     "partial_fit call when a batch does not hold them all")
+            else:
+                cls = binary_classes(y, classes, name)
+            self.classes_ = cls
+        elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
+            raise ValueError(f"classes={list(classes)} differs from the classes {self.classes_.tolist()} "
+                             "of the first partial_fit call")
+        check_known_labels(y, self.classes_, name)
+
+
+class BinaryClassifierMixin(StreamClassifierMixin, BinaryDecisionMixin):
+    """Binary labels of any two values: ``classes_[0]`` maps to -1, ``classes_[1]`` to +1.
+
+    Rows one at a time: ``learn_one(x, y)``, ``predict_one(x)``, ``score_one(x)``
+    (``f(x)``), ``predict_proba_one(x)``. ``learn_one`` takes labels as they come
+    (river's way): a model that has seen one class predicts it.
+
+    ``predict_proba`` calibrates ``f`` online: ``P(classes_[1] | x) = 1 / (1 + exp(-A f(x)))``
+    (a softmax of ``A f_k(x)`` for more classes), the temperature ``A`` moved by one
+    AdaGrad step of the log-loss on every row's ``f_t(x)``, the score the model gave
+    the row *before* learning from it, so the calibration sees honest out-of-sample
+    scores; its most probable class is always ``predict``'s (:mod:`learners._calibration`).
+    """
 
     def decision_function(self, X):
         """``f(x) = sum_j alpha_j k(x_j, x) + offset_``: positive for ``classes_[1]``.
@@ -556,23 +597,9 @@ class BinaryClassifierMixin(BinaryDecisionMixin):
 
     # ------------------------------------------------------------------ labels
     def _encode_labels(self, y, classes, first):
-        name = type(self).__name__
-        check_classification_targets(y)
+        self._check_labels(y, classes, first)
         if first:
-            if self._native_multiclass:
-                cls = np.unique(np.asarray(classes)) if classes is not None else np.unique(y)
-                if cls.shape[0] < 2:
-                    raise ValueError(f"{name} needs samples of at least 2 classes, but y has only 1 class "
-                                     f"({cls.tolist()}); pass classes=[every label] to the first "
-                                     "partial_fit call when a batch does not hold them all")
-            else:
-                cls = binary_classes(y, classes, name)
-            self.classes_ = cls
             self._calibrator = _calibration.new_calibrator()
-        elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
-            raise ValueError(f"classes={list(classes)} differs from the classes {self.classes_.tolist()} "
-                             "of the first partial_fit call")
-        check_known_labels(y, self.classes_, name)
         if self.classes_.shape[0] > 2:
             return np.searchsorted(self.classes_, y).astype(np.int64)
         return np.where(y == self.classes_[1], 1.0, -1.0)
@@ -668,15 +695,7 @@ class BinaryClassifierMixin(BinaryDecisionMixin):
     def predict_one(self, x):
         """The predicted label of one row (a dict or a 1-D array)."""
         self._require_fitted()
-        f = self._decision_one(self._row(x))
-        cls = self.classes_
-        if isinstance(f, np.ndarray):
-            label = cls[int(np.argmax(f))]
-        elif cls.shape[0] == 1:
-            label = cls[0]
-        else:
-            label = cls[1] if f > 0 else cls[0]
-        return label.item() if isinstance(label, np.generic) else label
+        return label_of_score(self.classes_, self._decision_one(self._row(x)))
 
     def _decision_one(self, X):
         return self._raw_one(X) + self.offset_

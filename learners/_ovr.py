@@ -81,7 +81,7 @@ def olk_c_ovr_fit_stream(X, y, sv, coef, ring, state, offsets, r, C, kind, width
 
 
 @njit(cache=True)
-def norma_ovr_fit_stream(X, y, sv, coef, ring, state, offsets, eta, invsqrt, lam, margin, strict, use_offset, kind,
+def norma_ovr_fit_stream(X, y, sv, coef, ring, state, offsets, eta, schedule, lam, margin, strict, use_offset, kind,
                          width, degree, coef0, lut, f_out):
     """NORMA hinge / perceptron one-vs-rest over the rows of ``X`` (``y``: class indices)."""
     K = coef.shape[1]
@@ -90,7 +90,7 @@ def norma_ovr_fit_stream(X, y, sv, coef, ring, state, offsets, eta, invsqrt, lam
     t = state[STEPS]
     for i in range(X.shape[0]):
         t += 1.0
-        eta_t = step_size(eta, invsqrt, t)
+        eta_t = step_size(eta, schedule, t)
         x = X[i]
         f = f_out[i]
         ovr_scores(x, sv, coef, ring, scale, offsets, kind, width, degree, coef0, lut, f)

@@ -173,6 +173,32 @@ def read_checkpoint(path: str | os.PathLike, kind: str | None = None) -> tuple[d
 _SCALARS = (bool, int, float, str, type(None))
 
 
+#: A dict parameter (SVMDClassifier's ``taxonomy``) in the JSON meta: its items as ``[key, value]`` pairs,
+#: so that int and string keys come back as they were.
+_DICT_TAG = "dict_items"
+
+
+def _plain(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _dict_to_json(kind, name, mapping):
+    items = [[_plain(k), _plain(v)] for k, v in mapping.items()]
+    if not all(isinstance(x, _SCALARS) for pair in items for x in pair):
+        raise CheckpointError(f"cannot save {kind}: parameter {name} must map plain values (numbers, strings, "
+                              "None) to plain values")
+    return {_DICT_TAG: items}
+
+
+def _dict_from_json(value):
+    if isinstance(value, dict) and set(value) == {_DICT_TAG}:
+        items = value[_DICT_TAG]
+        if not isinstance(items, list) or not all(isinstance(p, list) and len(p) == 2 for p in items):
+            raise CheckpointError(f"a dict parameter in the checkpoint is malformed: {value!r}"[:300])
+        return {k: v for k, v in items}
+    return value
+
+
 class PersistMixin:
     """``save(path)`` / ``Class.load(path)`` for the estimators, in the checkpoint format.
 
@@ -185,7 +211,9 @@ class PersistMixin:
         """Write the parameters and fitted state to ``path`` (``.npz``), atomically."""
         params = self.get_params(deep=False)
         for k, v in params.items():
-            if not isinstance(v, _SCALARS):
+            if isinstance(v, dict):
+                params[k] = _dict_to_json(type(self).__name__, k, v)
+            elif not isinstance(v, _SCALARS):
                 raise CheckpointError(f"cannot save {type(self).__name__}: parameter {k}={v!r} is not a plain "
                                       "value (use an int random_state)")
         arrays: dict[str, np.ndarray] = {}
@@ -212,7 +240,7 @@ class PersistMixin:
         """An estimator of this class restored from ``path`` (written by :meth:`save`)."""
         meta, arrays = read_checkpoint(path, kind=cls.__name__)
         try:
-            est = cls(**meta["params"])
+            est = cls(**{k: _dict_from_json(v) for k, v in meta["params"].items()})
         except TypeError as exc:
             raise CheckpointError(f"{path}: parameters do not fit {cls.__name__}: {exc}") from None
         for name, value in arrays.items():

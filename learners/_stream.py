@@ -97,11 +97,29 @@ def settle_scale(coef, ring, scale):
 
 
 @njit(cache=True)
-def step_size(eta, invsqrt, t):
-    """NORMA's ``eta_t``: ``eta`` (constant) or ``eta / sqrt(t)`` for the ``t``-th step (1-based)."""
-    if invsqrt:
+def step_size(eta, schedule, t):
+    """NORMA's ``eta_t`` for the ``t``-th step (1-based), by ``schedule`` (see :func:`schedule_code`):
+
+    ``SCHEDULE_CONSTANT`` (0): ``eta``; ``SCHEDULE_INVSQRT`` (-1): ``eta / sqrt(t)``;
+    ``tau > 0``: the step decay ``eta tau / (tau + t)`` (SVMD paper, eq. 59).
+    """
+    if schedule > 0.0:
+        return eta * schedule / (schedule + t)
+    if schedule < 0.0:
         return eta / math.sqrt(t)
     return eta
+
+
+#: ``schedule`` codes of :func:`step_size` (a positive value is the decay's ``tau``).
+SCHEDULE_CONSTANT = 0.0
+SCHEDULE_INVSQRT = -1.0
+
+
+def schedule_code(learning_rate, tau):
+    """The float :func:`step_size` takes for ``learning_rate`` in {"constant", "invsqrt", "decay"}."""
+    if learning_rate == "decay":
+        return float(tau)
+    return SCHEDULE_INVSQRT if learning_rate == "invsqrt" else SCHEDULE_CONSTANT
 
 
 # --------------------------------------------------------------------------
@@ -282,7 +300,7 @@ def olk_n_fit_stream(X, sv, coef, ring, state, r, nu, C, rho_rule, kind, width, 
 
 
 @njit(cache=True)
-def norma_classification_fit_stream(X, y, sv, coef, ring, state, eta, invsqrt, lam, margin, strict, use_offset,
+def norma_classification_fit_stream(X, y, sv, coef, ring, state, eta, schedule, lam, margin, strict, use_offset,
                                     kind, width, degree, coef0, lut, sv_threshold, f_out, f_given):
     """Soft-margin NORMA / kernel perceptron over the rows of ``X`` (``y`` in {-1, +1})."""
     scale = state[SCALE]
@@ -290,7 +308,7 @@ def norma_classification_fit_stream(X, y, sv, coef, ring, state, eta, invsqrt, l
     t = state[STEPS]
     for i in range(X.shape[0]):
         t += 1.0
-        eta_t = step_size(eta, invsqrt, t)
+        eta_t = step_size(eta, schedule, t)
         x = X[i]
         if f_given.shape[0] > 0:
             f = f_given[i]
@@ -307,7 +325,7 @@ def norma_classification_fit_stream(X, y, sv, coef, ring, state, eta, invsqrt, l
 
 
 @njit(cache=True)
-def norma_nu_classification_fit_stream(X, y, sv, coef, ring, state, eta, invsqrt, lam, nu, use_offset, kind, width,
+def norma_nu_classification_fit_stream(X, y, sv, coef, ring, state, eta, schedule, lam, nu, use_offset, kind, width,
                                        degree, coef0, lut, sv_threshold, f_out, f_given):
     """nu-NORMA classification over the rows of ``X`` (``y`` in {-1, +1})."""
     scale = state[SCALE]
@@ -316,7 +334,7 @@ def norma_nu_classification_fit_stream(X, y, sv, coef, ring, state, eta, invsqrt
     t = state[STEPS]
     for i in range(X.shape[0]):
         t += 1.0
-        eta_t = step_size(eta, invsqrt, t)
+        eta_t = step_size(eta, schedule, t)
         x = X[i]
         if f_given.shape[0] > 0:
             f = f_given[i]
@@ -334,7 +352,7 @@ def norma_nu_classification_fit_stream(X, y, sv, coef, ring, state, eta, invsqrt
 
 
 @njit(cache=True)
-def norma_regression_fit_stream(X, y, sv, coef, ring, state, eta, invsqrt, lam, loss, nu, use_offset, kind, width,
+def norma_regression_fit_stream(X, y, sv, coef, ring, state, eta, schedule, lam, loss, nu, use_offset, kind, width,
                                 degree, coef0, lut, sv_threshold, f_out, f_given):
     """NORMA regression (any loss of :data:`learners.steps.REGRESSION_LOSSES`) over the rows of ``X``."""
     scale = state[SCALE]
@@ -344,7 +362,7 @@ def norma_regression_fit_stream(X, y, sv, coef, ring, state, eta, invsqrt, lam, 
     t = state[STEPS]
     for i in range(X.shape[0]):
         t += 1.0
-        eta_t = step_size(eta, invsqrt, t)
+        eta_t = step_size(eta, schedule, t)
         x = X[i]
         if f_given.shape[0] > 0:
             f = f_given[i]
@@ -363,7 +381,7 @@ def norma_regression_fit_stream(X, y, sv, coef, ring, state, eta, invsqrt, lam, 
 
 
 @njit(cache=True)
-def norma_novelty_fit_stream(X, sv, coef, ring, state, eta, invsqrt, lam, nu, kind, width, degree, coef0, lut,
+def norma_novelty_fit_stream(X, sv, coef, ring, state, eta, schedule, lam, nu, kind, width, degree, coef0, lut,
                              sv_threshold, f_out):
     """nu-NORMA novelty detection over the rows of ``X``."""
     scale = state[SCALE]
@@ -371,7 +389,7 @@ def norma_novelty_fit_stream(X, sv, coef, ring, state, eta, invsqrt, lam, nu, ki
     t = state[STEPS]
     for i in range(X.shape[0]):
         t += 1.0
-        eta_t = step_size(eta, invsqrt, t)
+        eta_t = step_size(eta, schedule, t)
         x = X[i]
         total, _ = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
         f = scale * total

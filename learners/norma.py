@@ -19,8 +19,12 @@ coef0 : float >= 0, default 1.0
     Polynomial constant term (>= 0 keeps the kernel positive semi-definite).
 eta : float > 0, default 0.1
     Step size (learning rate); dimensionless, in units of ``f`` per unit loss slope.
-learning_rate : {"constant", "invsqrt"}, default "constant"
-    ``eta_t = eta`` or ``eta_t = eta / sqrt(t)`` at the ``t``-th step (NORMA Theorem 2).
+learning_rate : {"constant", "invsqrt", "decay"}, default "constant"
+    ``eta_t = eta``, ``eta_t = eta / sqrt(t)`` at the ``t``-th step (NORMA Theorem 2), or
+    the step decay ``eta_t = eta tau / (tau + t)`` (Vishwanathan et al. 2006, eq. 59:
+    the online SVM that SVMD is compared with).
+tau : float > 0, default 100.0
+    ``learning_rate="decay"`` only: the step count at which ``eta_t`` has halved.
 lam : float >= 0, default 0.01
     Regularisation ``lambda``; old coefficients shrink by ``1 - eta_t lam`` per step, so
     a term's weight halves after about ``ln 2 / (eta lam)`` steps. ``eta * lam < 1``.
@@ -54,7 +58,7 @@ from learners.steps import REGRESSION_LOSSES
 
 __all__ = ["NORMAClassifier", "NORMARegressor", "NORMAOneClass"]
 
-LEARNING_RATES = ("constant", "invsqrt")
+LEARNING_RATES = ("constant", "invsqrt", "decay")
 CLASSIFICATION_LOSSES = ("hinge", "nu", "perceptron")
 
 _FITTED_DOC = """
@@ -80,7 +84,8 @@ class _NORMABase(OnlineKernelEstimator):
             raise ValueError("eta * lam must be < 1 (old coefficients are multiplied by 1 - eta*lam each step), "
                              f"got eta={eta:g}, lam={lam:g}")
         check_choice("learning_rate", self.learning_rate, LEARNING_RATES)
-        return {"eta": eta, "lam": lam, "invsqrt": self.learning_rate == "invsqrt"}
+        tau = check_real("tau", self.tau, low=0.0, low_open=True)
+        return {"eta": eta, "lam": lam, "schedule": _stream.schedule_code(self.learning_rate, tau)}
 
     def _init_state(self, params):
         pass
@@ -109,7 +114,7 @@ class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
 
     Parameters
     ----------
-    kernel, width, degree, coef0, learning_rate, budget, sv_threshold, n_passes, shuffle, random_state
+    kernel, width, degree, coef0, learning_rate, tau, budget, sv_threshold, n_passes, shuffle, random_state
         See :mod:`learners.norma`.
     loss : {"hinge", "nu", "perceptron"}, default "hinge"
     margin : float >= 0, default 1.0
@@ -142,7 +147,7 @@ class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
     _reuses_f = True
 
     def __init__(self, *, loss="hinge", kernel="gaussian", width="scale", degree=3, coef0=1.0, eta=1.0,
-                 learning_rate="constant", lam=0.001, margin=1.0, nu=0.5, fit_intercept=False,
+                 learning_rate="constant", tau=100.0, lam=0.001, margin=1.0, nu=0.5, fit_intercept=False,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
         self.loss = loss
         self.kernel = kernel
@@ -151,6 +156,7 @@ class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
         self.coef0 = coef0
         self.eta = eta
         self.learning_rate = learning_rate
+        self.tau = tau
         self.lam = lam
         self.margin = margin
         self.nu = nu
@@ -176,13 +182,13 @@ class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
         kind, width, degree, coef0, lut = self._kernel_args(p)
         if p["loss"] == "nu":
             _stream.norma_nu_classification_fit_stream(
-                X, y, self._sv, self._coef, self._ring, self._state, p["eta"], p["invsqrt"], p["lam"], p["nu"],
+                X, y, self._sv, self._coef, self._ring, self._state, p["eta"], p["schedule"], p["lam"], p["nu"],
                 p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out, self._take_given_f())
         else:
             perceptron = p["loss"] == "perceptron"
             margin = 0.0 if perceptron else p["margin"]
             _stream.norma_classification_fit_stream(
-                X, y, self._sv, self._coef, self._ring, self._state, p["eta"], p["invsqrt"], p["lam"], margin,
+                X, y, self._sv, self._coef, self._ring, self._state, p["eta"], p["schedule"], p["lam"], margin,
                 not perceptron, p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out,
                 self._take_given_f())
 
@@ -197,7 +203,7 @@ class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
         perceptron = p["loss"] == "perceptron"
         margin = 0.0 if perceptron else p["margin"]
         _ovr.norma_ovr_fit_stream(X, y, self._sv, self._coef, self._ring, self._state, self._offsets, p["eta"],
-                                  p["invsqrt"], p["lam"], margin, not perceptron, p["use_offset"], kind, width,
+                                  p["schedule"], p["lam"], margin, not perceptron, p["use_offset"], kind, width,
                                   degree, coef0, lut, f_out)
 
     def _publish_state(self, p):
@@ -223,7 +229,7 @@ class NORMARegressor(RegressionMixin, RegressorMixin, _NORMABase):
 
     Parameters
     ----------
-    kernel, width, degree, coef0, eta, learning_rate, lam, budget, sv_threshold, n_passes, shuffle, random_state
+    kernel, width, degree, coef0, eta, learning_rate, tau, lam, budget, sv_threshold, n_passes, shuffle, random_state
         See :mod:`learners.norma`.
     loss : {"squared", "epsilon_insensitive", "nu_epsilon_insensitive", "huber", "adaptive_huber"}, default "squared"
     epsilon : float >= 0, default 0.1
@@ -248,7 +254,7 @@ class NORMARegressor(RegressionMixin, RegressorMixin, _NORMABase):
     _reuses_f = True
 
     def __init__(self, *, loss="squared", kernel="gaussian", width="scale", degree=3, coef0=1.0, eta=0.1,
-                 learning_rate="constant", lam=0.01, epsilon=0.1, sigma=1.0, nu=0.5, fit_intercept=True,
+                 learning_rate="constant", tau=100.0, lam=0.01, epsilon=0.1, sigma=1.0, nu=0.5, fit_intercept=True,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
         self.loss = loss
         self.kernel = kernel
@@ -257,6 +263,7 @@ class NORMARegressor(RegressionMixin, RegressorMixin, _NORMABase):
         self.coef0 = coef0
         self.eta = eta
         self.learning_rate = learning_rate
+        self.tau = tau
         self.lam = lam
         self.epsilon = epsilon
         self.sigma = sigma
@@ -284,7 +291,7 @@ class NORMARegressor(RegressionMixin, RegressorMixin, _NORMABase):
     def _run_stream(self, X, y, p, f_out):
         kind, width, degree, coef0, lut = self._kernel_args(p)
         _stream.norma_regression_fit_stream(
-            X, y, self._sv, self._coef, self._ring, self._state, p["eta"], p["invsqrt"], p["lam"], p["loss"],
+            X, y, self._sv, self._coef, self._ring, self._state, p["eta"], p["schedule"], p["lam"], p["loss"],
             p["nu"], p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out, self._take_given_f())
 
     def _publish_state(self, p):
@@ -303,11 +310,11 @@ class NORMAOneClass(OneClassMixin, OutlierMixin, _NORMABase):
 
     Parameters
     ----------
-    kernel, width, degree, coef0, eta, learning_rate, lam, budget, sv_threshold, n_passes, shuffle, random_state
+    kernel, width, degree, coef0, eta, learning_rate, tau, lam, budget, sv_threshold, n_passes, shuffle, random_state
         See :mod:`learners.norma`.
     nu : float in (0, 1], default 0.1
         Target fraction of novelties (margin errors).
-    learning_rate : {"constant", "invsqrt"}, default "invsqrt"
+    learning_rate : {"constant", "invsqrt", "decay"}, default "invsqrt"
         Unlike the other NORMA estimators the default decreases, ``eta_t = eta / sqrt(t)``,
         as in the paper's novelty experiment: with a constant rate the pair ``f``/rho
         keeps fluctuating and the fraction of novelties on a stationary stream
@@ -323,7 +330,7 @@ class NORMAOneClass(OneClassMixin, OutlierMixin, _NORMABase):
     """
 
     def __init__(self, *, kernel="gaussian", width="scale", degree=3, coef0=1.0, eta=0.1, learning_rate="invsqrt",
-                 lam=0.01, nu=0.1, budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False,
+                 tau=100.0, lam=0.01, nu=0.1, budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False,
                  random_state=None):
         self.kernel = kernel
         self.width = width
@@ -331,6 +338,7 @@ class NORMAOneClass(OneClassMixin, OutlierMixin, _NORMABase):
         self.coef0 = coef0
         self.eta = eta
         self.learning_rate = learning_rate
+        self.tau = tau
         self.lam = lam
         self.nu = nu
         self.budget = budget
@@ -346,7 +354,7 @@ class NORMAOneClass(OneClassMixin, OutlierMixin, _NORMABase):
 
     def _run_stream(self, X, y, p, f_out):
         kind, width, degree, coef0, lut = self._kernel_args(p)
-        _stream.norma_novelty_fit_stream(X, self._sv, self._coef, self._ring, self._state, p["eta"], p["invsqrt"],
+        _stream.norma_novelty_fit_stream(X, self._sv, self._coef, self._ring, self._state, p["eta"], p["schedule"],
                                          p["lam"], p["nu"], kind, width, degree, coef0, lut, p["sv_threshold"],
                                          f_out)
 

@@ -54,11 +54,19 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import ClassifierMixin, OutlierMixin
-from sklearn.utils.multiclass import check_classification_targets
+from scipy.special import expit, softmax
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from learners import svmd_steps as S
-from learners._base import DEFAULT_BUDGET, OneClassMixin, OnlineKernelEstimator, validate_data
+from learners._base import (
+    DEFAULT_BUDGET,
+    OneClassMixin,
+    OnlineKernelEstimator,
+    StreamClassifierMixin,
+    label_of_score,
+    validate_data,
+)
 from learners._validation import check_bool, check_choice, check_real
 from learners.taxonomy import Taxonomy
 
@@ -198,23 +206,23 @@ class _SVMDBase(OnlineKernelEstimator):
 
     def _raw_one(self, X):
         """``f(x)`` (first output, no offset) of one validated row, for ``score_one``/``predict_one``."""
-        out = np.empty((1, self._alpha.shape[1]), dtype=np.float64)
-        kind, width, degree, coef0, _ = self._kernel_args(self._check_kernel_params())
+        return float(self._raw_rows(X)[0, 0])
+
+    def _raw_rows(self, X):
+        """``f(x, .)`` without the offset of validated rows, shape ``(n, n_outputs)``."""
+        out = np.empty((X.shape[0], self._alpha.shape[1]), dtype=np.float64)
+        kind, width, degree, coef0, _ = self._kernel_args(self._params())
         S.svmd_decision(X, self._sv, self._alpha, self._ring, self._kappa, kind, width, degree, coef0, out)
-        return float(out[0, 0])
+        return out
 
     def _raw_values(self, X):
         """``f(x, .)`` without the offset, shape ``(n, n_outputs)``."""
         check_is_fitted(self)
-        params = self._check_kernel_params()
         X = validate_data(self, X, reset=False, dtype=np.float64, order="C", ensure_all_finite=True)
-        out = np.empty((X.shape[0], self._alpha.shape[1]), dtype=np.float64)
-        kind, width, degree, coef0, _ = self._kernel_args(params)
-        S.svmd_decision(X, self._sv, self._alpha, self._ring, self._kappa, kind, width, degree, coef0, out)
-        return out
+        return self._raw_rows(X)
 
 
-class SVMDClassifier(ClassifierMixin, _SVMDBase):
+class SVMDClassifier(StreamClassifierMixin, ClassifierMixin, _SVMDBase):
     """Online SVM classification with SMD step sizes: binary or multiclass from the labels.
 
     Two classes make a binary problem (``f`` scalar, ``classes_[1]`` where ``f > 0``);
@@ -276,8 +284,7 @@ class SVMDClassifier(ClassifierMixin, _SVMDBase):
         self.shuffle = shuffle
         self.random_state = random_state
 
-    def _is_classifier(self):
-        return True
+    _native_multiclass = True
 
     def _check_rule_params(self):
         p = self._check_smd_params()
@@ -295,14 +302,9 @@ class SVMDClassifier(ClassifierMixin, _SVMDBase):
         return 1 if self._binary else self.classes_.shape[0]
 
     def _encode_labels(self, y, classes, first):
-        check_classification_targets(y)
-        name = type(self).__name__
+        self._check_labels(y, classes, first)
         if first:
-            cls = np.unique(np.asarray(classes)) if classes is not None else np.unique(y)
-            if cls.shape[0] < 2:
-                raise ValueError(f"{name} needs samples of at least 2 classes, but y has only {cls.shape[0]} class "
-                                 f"({cls.tolist()}); pass classes=[...] to the first partial_fit call")
-            self.classes_ = cls
+            cls = self.classes_
             self._binary = cls.shape[0] == 2 and self.loss != "graph"
             if self.loss == "graph":
                 tree = Taxonomy(self.taxonomy)
@@ -312,13 +314,6 @@ class SVMDClassifier(ClassifierMixin, _SVMDBase):
                 ("hinge", True): S.BINARY_HINGE, ("hinge", False): S.MULTICLASS_HINGE,
                 ("logistic", True): S.BINARY_LOGISTIC, ("logistic", False): S.MULTICLASS_LOGISTIC,
                 ("graph", False): S.GRAPH}[(self.loss, self._binary)]
-        elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
-            raise ValueError(f"classes={list(classes)} differs from the classes {self.classes_.tolist()} "
-                             "of the first partial_fit call")
-        unseen = ~np.isin(y, self.classes_)
-        if unseen.any():
-            raise ValueError(f"y contains labels {np.unique(y[unseen]).tolist()[:10]} that are not among the "
-                             f"classes {self.classes_.tolist()} of this {name}")
         index = np.searchsorted(self.classes_, y).astype(np.float64)
         return np.where(index == 1, 1.0, -1.0) if self._binary else index
 
@@ -326,36 +321,6 @@ class SVMDClassifier(ClassifierMixin, _SVMDBase):
         super()._reset()
         if hasattr(self, "_binary"):
             del self._binary
-
-    def fit(self, X, y):
-        """Start afresh and learn from the rows of ``X`` in order (``n_passes`` times).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        self
-        """
-        return self._fit(X, y)
-
-    def partial_fit(self, X, y, classes=None):
-        """Learn from the rows of ``X`` in order, continuing the stream.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        classes : array-like of shape (n_classes,), optional
-            All labels; needed on the first call when its batch lacks some.
-
-        Returns
-        -------
-        self
-        """
-        return self._partial_fit(X, y, classes, self._check_params())
 
     def learn_stream(self, X, y, classes=None):
         """``partial_fit`` that also returns the prediction made on each row *before* learning from it.
@@ -415,6 +380,73 @@ class SVMDClassifier(ClassifierMixin, _SVMDBase):
         y : ndarray of shape (n_samples,)
         """
         return self._labels(self._raw_values(X) + self._offset[0])
+
+    def _has_probabilities(self):
+        return self.loss == "logistic"
+
+    @available_if(_has_probabilities)
+    def predict_proba(self, X):
+        """``loss="logistic"`` only: the model's own probabilities, ``1 / (1 + exp(-f))`` for
+        ``classes_[1]`` (two classes, eq. 18) or ``softmax_y f(x, y)`` (eq. 20).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes), rows summing to 1
+        """
+        return self._probabilities(self.decision_function(X))
+
+    def _probabilities(self, f):
+        if self._binary:
+            p1 = expit(f)
+            return np.column_stack([1.0 - p1, p1])
+        return softmax(f, axis=1)
+
+    # -------------------------------------------------------------- one row
+    def learn_one(self, x, y, *, classes=None, return_score=False):
+        """Learn from one row (river's API): ``x`` a dict or a 1-D array, ``y`` one of the labels.
+
+        SVMD's expansion has one coefficient per class, so the labels are fixed before the
+        first row: give every label as ``classes=`` to the first call (or start with
+        ``partial_fit``). Returns ``self``, or with ``return_score=True`` the score the row
+        got before the update (as :meth:`score_one`).
+        """
+        params = self._params()
+        X = self._row(x)
+        first = not hasattr(self, "_state")
+        if first and classes is None:
+            raise ValueError(f"{type(self).__name__}.learn_one needs every label before the first row: pass "
+                             "classes=[...] to the first learn_one call (or start with partial_fit)")
+        y_enc = self._encode_labels(np.asarray([y]), classes, first)
+        f = self._scores(self._learn_row(X, y_enc, params))[0]
+        if return_score:
+            return float(f) if self._binary else f.copy()
+        return self
+
+    def _decision_one(self, X):
+        f = self._raw_rows(X)[0] + self._offset[0]
+        return float(f[0]) if self._binary else f
+
+    def score_one(self, x):
+        """``decision_function`` of one row: a float (two classes) or an array of one score per class."""
+        self._require_fitted()
+        return self._decision_one(self._row(x))
+
+    def predict_one(self, x):
+        """The predicted label of one row (a dict or a 1-D array)."""
+        self._require_fitted()
+        return label_of_score(self.classes_, self._decision_one(self._row(x)))
+
+    @available_if(_has_probabilities)
+    def predict_proba_one(self, x):
+        """``loss="logistic"`` only: ``{label: probability}`` for one row (as :meth:`predict_proba`)."""
+        self._require_fitted()
+        f = self._decision_one(self._row(x))
+        p = self._probabilities(np.atleast_1d(f) if self._binary else f[None, :])[0]
+        return {(c.item() if isinstance(c, np.generic) else c): float(pk) for c, pk in zip(self.classes_, p)}
 
 
 class SVMDOneClass(OneClassMixin, OutlierMixin, _SVMDBase):

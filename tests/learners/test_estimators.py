@@ -93,22 +93,24 @@ def test_olk_one_class_stream_matches_reference(rule, kw):
                                atol=1e-9)
 
 
-def _eta_t(eta, lr, t):
+def _eta_t(eta, lr, t, tau=100.0):
+    if lr == "decay":
+        return eta * tau / (tau + t)  # Vishwanathan et al. 2006, eq. 59
     return eta / math.sqrt(t) if lr == "invsqrt" else eta
 
 
 @pytest.mark.parametrize("loss", ["hinge", "nu", "perceptron"])
-@pytest.mark.parametrize("lr", ["constant", "invsqrt"])
+@pytest.mark.parametrize("lr", ["constant", "invsqrt", "decay"])
 def test_norma_classifier_stream_matches_reference(loss, lr):
     X, y, _ = _data(4)
     eta, lam, margin, nu = 0.3, 0.05, 0.8, 0.3
     est = _feed(NORMAClassifier(width=1.0, loss=loss, eta=eta, lam=lam, margin=margin, nu=nu, learning_rate=lr,
-                                budget=60, fit_intercept=True),
+                                tau=7.0, budget=60, fit_intercept=True),
                 X, y, classes=[0, 1])
     exp = ref.Expansion(budget=60)
     rho = margin
     for t, (x, yy) in enumerate(zip(X, np.where(y == 1, 1.0, -1.0)), start=1):
-        e = _eta_t(eta, lr, t)
+        e = _eta_t(eta, lr, t, tau=7.0)
         if loss == "nu":
             _, rho = ref.norma_nu_classification(exp, x, yy, e, lam, nu, rho, True)
         else:
@@ -135,13 +137,14 @@ def test_norma_regressor_stream_matches_reference(loss):
     np.testing.assert_allclose(est.predict(X[:20]), [exp.f(x) for x in X[:20]], rtol=1e-9, atol=1e-12)
 
 
-def test_norma_one_class_stream_matches_reference():
+@pytest.mark.parametrize("lr", ["constant", "decay"])
+def test_norma_one_class_stream_matches_reference(lr):
     X, _, _ = _data(6)
-    est = _feed(NORMAOneClass(width=1.0, eta=0.2, lam=0.1, nu=0.2, learning_rate="constant", budget=40), X)
+    est = _feed(NORMAOneClass(width=1.0, eta=0.2, lam=0.1, nu=0.2, learning_rate=lr, tau=5.0, budget=40), X)
     exp = ref.Expansion(budget=40)
     rho = 0.0
-    for x in X:
-        _, rho = ref.norma_novelty(exp, x, 0.2, 0.1, 0.2, rho)
+    for t, x in enumerate(X, start=1):
+        _, rho = ref.norma_novelty(exp, x, _eta_t(0.2, lr, t, tau=5.0), 0.1, 0.2, rho)
     _check_expansion(est, exp)
     assert est.rho_ == pytest.approx(rho) and est.offset_ == est.rho_
     np.testing.assert_allclose(est.decision_function(X[:20]), [exp.f(x) - rho for x in X[:20]], atol=1e-12)
@@ -254,6 +257,7 @@ def test_unfitted_errors():
     (NORMARegressor, dict(sigma=0), r"sigma must be > 0, got 0"),
     (NORMAOneClass, dict(learning_rate="optimal"), r"learning_rate must be one of 'constant', 'invsqrt'"),
     (NORMAOneClass, dict(lam=-1), r"lam must be >= 0, got -1"),
+    (NORMAClassifier, dict(learning_rate="decay", tau=0), r"tau must be > 0, got 0"),
     (NORMAOneClass, dict(sv_threshold=-1), r"sv_threshold must be >= 0, got -1"),
     (NORMAOneClass, dict(n_passes=0), r"n_passes must be an integer >= 1, got 0"),
 ])

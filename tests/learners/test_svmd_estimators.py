@@ -174,3 +174,83 @@ def test_save_and_load_continue_the_same_stream(tmp_path):
     back.partial_fit(X[100:], y[100:])
     np.testing.assert_array_equal(back.decision_function(X), est.decision_function(X))
     assert back.eta_ == est.eta_
+
+
+@pytest.mark.parametrize("budget", [None, 25])
+def test_norma_with_step_decay_is_the_papers_control(budget):
+    """Binary hinge, fixed margin 1, no offset: SVMD with ``tau`` is NORMA with ``learning_rate="decay"``."""
+    from learners import NORMAClassifier
+
+    X, y = _blobs(200, 2, seed=3)
+    svmd = SVMDClassifier(width=1.3, eta0=0.7, lam=0.05, tau=10.0, fit_intercept=False, budget=budget,
+                          store_eta_trace=True).fit(X, y)
+    norma = NORMAClassifier(width=1.3, eta=0.7, lam=0.05, learning_rate="decay", tau=10.0, margin=1.0,
+                            fit_intercept=False, budget=budget).fit(X, y)
+    assert np.allclose(svmd.eta_trace_, 0.7 * 10.0 / (10.0 + np.arange(1, 201)), rtol=1e-12)
+    assert svmd.n_support_ == norma.n_support_
+    np.testing.assert_allclose(svmd.decision_function(X), norma.decision_function(X), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("K", [2, 3])
+def test_classifier_single_rows_follow_the_batch_stream(K):
+    X, y = _blobs(90, K, seed=1)
+    labels = np.array(["a", "b", "c"])[:K][y]
+    batch = SVMDClassifier(loss="logistic", width=1.1, budget=40)
+    scores = batch.partial_fit(X, labels, classes=["a", "b", "c"][:K], return_scores=True)
+    one = SVMDClassifier(loss="logistic", width=1.1, budget=40)
+    for i, (x, label) in enumerate(zip(X, labels)):
+        row = {"u": x[0], "v": x[1]}
+        s = one.learn_one(row, label, classes=["a", "b", "c"][:K] if i == 0 else None, return_score=True)
+        assert np.allclose(s, scores[i], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(one.decision_function(X), batch.decision_function(X), rtol=1e-12, atol=1e-14)
+    row = {"v": X[5, 1], "u": X[5, 0]}
+    assert np.allclose(one.score_one(row), batch.decision_function(X[5:6])[0], rtol=1e-12)
+    assert one.predict_one(row) == batch.predict(X[5:6])[0] and isinstance(one.predict_one(row), str)
+    proba = one.predict_proba_one(row)
+    assert list(proba) == ["a", "b", "c"][:K]
+    assert np.allclose(list(proba.values()), batch.predict_proba(X[5:6])[0], rtol=1e-12)
+
+
+def test_classifier_single_row_needs_the_labels_first():
+    with pytest.raises(ValueError, match=r"pass classes=\[...\] to the first learn_one"):
+        SVMDClassifier().learn_one([0.0, 1.0], 1)
+    clf = SVMDClassifier().learn_one([0.0, 1.0], 1, classes=[0, 1])
+    with pytest.raises(ValueError, match=r"labels \[7\] that are not among the classes \[0, 1\]"):
+        clf.learn_one([0.0, 1.0], 7)
+    with pytest.raises(sklearn.exceptions.NotFittedError):
+        SVMDClassifier().predict_one([0.0, 1.0])
+
+
+@pytest.mark.parametrize("K", [2, 4])
+def test_logistic_predict_proba_is_the_models_own(K):
+    X, y = _blobs(150, K, seed=2)
+    clf = SVMDClassifier(loss="logistic", width=1.0).fit(X, y)
+    f = clf.decision_function(X[:10])
+    p = clf.predict_proba(X[:10])
+    assert p.shape == (10, K) and np.allclose(p.sum(axis=1), 1.0)
+    if K == 2:
+        want = 1.0 / (1.0 + np.exp(-f))
+        assert np.allclose(p[:, 1], want, rtol=1e-12)
+    else:
+        e = np.exp(f - f.max(axis=1, keepdims=True))
+        assert np.allclose(p, e / e.sum(axis=1, keepdims=True), rtol=1e-12)
+    assert np.array_equal(clf.classes_[p.argmax(axis=1)], clf.predict(X[:10]))
+    hinge = SVMDClassifier(loss="hinge").fit(X, y)
+    assert not hasattr(hinge, "predict_proba") and not hasattr(hinge, "predict_proba_one")
+
+
+def test_classifier_with_a_taxonomy_saves_it_as_json(tmp_path):
+    from learners._persist import read_checkpoint
+
+    tax = {"root": None, "odd": "root", "even": "root", 0: "even", 2: "even", 1: "odd", 3: "odd"}
+    X, y = _blobs(120, 4)
+    est = SVMDClassifier(loss="graph", taxonomy=tax, budget=50).fit(X[:100], y[:100])
+    path = est.save(tmp_path / "graph.npz")
+    meta, _ = read_checkpoint(path)  # np.load(allow_pickle=False): no object arrays
+    assert meta["params"]["taxonomy"] == {"dict_items": [[k, v] for k, v in tax.items()]}
+    back = SVMDClassifier.load(path)
+    assert back.taxonomy == tax and all(type(k) is type(j) for k, j in zip(back.taxonomy, tax))
+    np.testing.assert_array_equal(back.decision_function(X), est.decision_function(X))
+    est.partial_fit(X[100:], y[100:])
+    back.partial_fit(X[100:], y[100:])
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))
