@@ -15,7 +15,8 @@ Every run is one single pass, in a fixed order, over the data of
 error*: online mistakes (each row predicted before it is learnt) over rows seen.
 Three learners as in the paper: ``SVMD`` (its lambda), ``SVMD_lambda0`` (the
 single-step variant) and ``NORMA``, the online SVM with the scheduled decay
-``eta_t = eta0 tau / (tau + t)`` (SVMD's step with the schedule in place of SMD).
+``eta_t = eta0 tau / (tau + t)`` (SVMD's step with the schedule in place of SMD; the NORMA
+estimators' ``learning_rate="decay"`` differs with nu and multiclass, see docs/svmd.md).
 
 Settings the paper does not state, chosen here and printed with the results:
 USPS pixels rescaled from [0, 1] to [-1, 1] (the classic USPS range, where the
