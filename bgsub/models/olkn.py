@@ -35,6 +35,8 @@ OLKN_PRESETS = {
     "paper": {"width": 10.0, "r": 0.001, "nu": 0.1, "C": 0.2, "budget": 20, "rho_rule": "paper",
               "color": "bgr", "blur": 0.0, "init": "empty", "update_prob": 1.0, "fg_update_prob": 1.0,
               "update_mask": "raw", "median": 0, "open": 0, "close": 0, "min_area": 0},
+    # HD at speed: the model at a quarter of the frame size, a 3x3 median there (docs/performance.md)
+    "fast": {"process_scale": 0.25, "median": 3},
 }
 
 
