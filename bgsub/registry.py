@@ -6,7 +6,7 @@ reset) for command-line ``--set key=value`` parsing, TOML configs and the GUI.
 Each subtractor module registers itself with :func:`register`.
 
 The OpenCV peers (``knn``, ``mog2``) live here too, wrapped so that they share the
-interface of the kernel subtractors: ``apply(frame, learningRate=-1) -> mask``,
+interface of the kernel subtractors: ``apply(image, fgmask=None, learningRate=-1) -> mask``,
 ``getBackgroundImage()``, ``getScoreMap()``.
 """
 
@@ -235,16 +235,39 @@ class _OpenCVSubtractor:
     so an ROC curve over it has three operating points.
     """
 
-    def __init__(self, impl) -> None:
+    def __init__(self, impl, factory: Callable[[], Any] | None = None) -> None:
         self._impl = impl
+        self._factory = factory
         self._raw: np.ndarray | None = None
         #: (low, high) of getScoreMap values, for ROC histograms.
         self.score_range = (-1.0, 1.0)
 
-    def apply(self, frame: np.ndarray, learningRate: float = -1) -> np.ndarray:
-        raw = self._impl.apply(frame, learningRate=learningRate)
+    def apply(self, image: np.ndarray, fgmask: np.ndarray | None = None, learningRate: float = -1) -> np.ndarray:
+        """OpenCV's ``apply(image[, fgmask[, learningRate]])``, shadows mapped to 0 (written into ``fgmask``)."""
+        raw = self._impl.apply(image, learningRate=learningRate)
         self._raw = raw
-        return np.where(raw == 255, np.uint8(255), np.uint8(0))
+        if fgmask is None:
+            return np.where(raw == 255, np.uint8(255), np.uint8(0))
+        if not (isinstance(fgmask, np.ndarray) and fgmask.dtype == np.uint8 and fgmask.shape == raw.shape):
+            raise ValueError(f"fgmask must be None or a uint8 array of shape {raw.shape}, got "
+                             f"{getattr(fgmask, 'dtype', type(fgmask).__name__)} {getattr(fgmask, 'shape', '')}")
+        np.copyto(fgmask, np.where(raw == 255, np.uint8(255), np.uint8(0)))
+        return fgmask
+
+    def clear(self) -> None:
+        """Forget the model: a fresh OpenCV object with the same parameters (OpenCV's own
+        ``clear()`` keeps KNN's and MOG2's models)."""
+        self._impl = self._factory() if self._factory is not None else self._impl
+        self._impl.clear()
+        self._raw = None
+
+    def empty(self) -> bool:
+        """OpenCV's ``Algorithm.empty``."""
+        return bool(self._impl.empty())
+
+    def getDefaultName(self) -> str:
+        """The wrapped object's name, e.g. ``"BackgroundSubtractor_MOG2"``."""
+        return self._impl.getDefaultName()
 
     def getBackgroundImage(self) -> np.ndarray | None:
         return self._impl.getBackgroundImage()
@@ -268,20 +291,22 @@ class _OpenCVSubtractor:
 
 def createKNN(history: int = 500, dist2Threshold: float = 400.0, detectShadows: bool = True):
     """OpenCV's KNN subtractor (Zivkovic & van der Heijden 2006), OpenCV defaults."""
-    return _OpenCVSubtractor(
-        cv2.createBackgroundSubtractorKNN(
+    def make():
+        return cv2.createBackgroundSubtractorKNN(
             history=history, dist2Threshold=dist2Threshold, detectShadows=detectShadows
         )
-    )
+
+    return _OpenCVSubtractor(make(), make)
 
 
 def createMOG2(history: int = 500, varThreshold: float = 16.0, detectShadows: bool = True):
     """OpenCV's MOG2 subtractor (Zivkovic 2004), OpenCV defaults."""
-    return _OpenCVSubtractor(
-        cv2.createBackgroundSubtractorMOG2(
+    def make():
+        return cv2.createBackgroundSubtractorMOG2(
             history=history, varThreshold=varThreshold, detectShadows=detectShadows
         )
-    )
+
+    return _OpenCVSubtractor(make(), make)
 
 
 def _register_opencv(name: str, factory, title: str, threshold: ParamSpec) -> None:

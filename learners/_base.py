@@ -4,12 +4,32 @@ Each estimator owns one bounded kernel expansion (:mod:`learners.expansion`)
 ``f(x) = sum_j alpha_j k(x_j, x) + b`` held as arrays, and hands every row of a
 ``partial_fit`` batch to one jitted loop of :mod:`learners._stream`, which calls
 the rule's step function of :mod:`learners.steps` per row.
+
+Two ways in, one state:
+
+- scikit-learn's ``fit`` / ``partial_fit`` / ``predict`` on 2-D batches, with
+  scikit-learn's input checks; the parameters are validated again only when one of
+  them changed since the previous call;
+- river's ``learn_one(x, y)`` / ``predict_one(x)`` / ``score_one(x)`` on single rows,
+  a dict (feature order fixed on first sight, as river does) or a 1-D array, checked
+  in a few microseconds and run straight into the same jitted loop.
+
+``partial_fit(..., return_scores=True)`` and ``learn_one(..., return_score=True)``
+return the scores the stream loop computed before learning from each row
+(test-then-train in one kernel pass).
 """
 
 from __future__ import annotations
 
+import math
+import numbers
+import operator
+import weakref
+
 import numpy as np
+from numba import njit
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
@@ -21,9 +41,9 @@ except ImportError:  # pragma: no cover - older scikit-learn
                       **kwargs):
         return estimator._validate_data(X, y, reset=reset, force_all_finite=ensure_all_finite, **kwargs)
 
-from learners import _stream
+from learners import _calibration, _ovr, _stream
 from learners._persist import PersistMixin
-from learners._validation import check_bool, check_choice, check_int, check_real
+from learners._validation import check_bool, check_choice, check_int, check_real, check_width
 from learners.kernels import EMPTY_LUT, KERNELS
 
 #: Default ``budget``: the number of kernel terms kept (the most recent ones).
@@ -31,6 +51,81 @@ DEFAULT_BUDGET = 512
 
 #: Capacity of an unbounded expansion (``budget=None``) before it first grows.
 _INITIAL_CAPACITY = 64
+
+
+#: Per-estimator caches that are not fitted state (the validated parameters, the last
+#: ``predict_one``'s ``f``, the dict-row getter, the label codes): kept out of the
+#: instance ``__dict__``, so pickles, checkpoints and ``clone`` never see them.
+_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _cache(est):
+    cache = _CACHES.get(est)
+    if cache is None:
+        cache = _CACHES[est] = {}
+    return cache
+
+
+@njit(cache=True)
+def _finite(x):
+    for v in x:
+        if not math.isfinite(v):
+            return False
+    return True
+
+
+@njit(cache=True)
+def _same_row(a, b):
+    """Whether two rows of shape (1, d) hold the same values."""
+    if a.shape[1] != b.shape[1]:
+        return False
+    for c in range(a.shape[1]):
+        if a[0, c] != b[0, c]:
+            return False
+    return True
+
+
+def scale_width(X):
+    """``width="scale"``: ``sqrt(n_features * X.var())``, scikit-learn's ``gamma="scale"``
+    (``gamma = 1 / (n_features X.var())``) for ``k = exp(-||x - y||^2 / width^2)``.
+
+    When ``X`` is constant (a single standardised row is all zeros) the features are
+    taken as unit-variance: ``sqrt(n_features)`` (scikit-learn takes ``gamma = 1``).
+    """
+    var = float(np.var(X))
+    return math.sqrt(X.shape[1] * (var if var > 0.0 else 1.0))
+
+
+def binary_classes(y, classes, name):
+    """The two sorted labels of a binary classifier from the first batch ``y`` or ``classes``.
+
+    0/1, +-1, bool and string labels all work; a first batch of one class needs
+    ``classes=``, and says so.
+    """
+    if classes is not None:
+        cls = np.unique(np.asarray(classes))
+        if cls.shape[0] != 2:
+            raise ValueError(f"{name} is a binary classifier: classes must hold exactly 2 labels, "
+                             f"got {cls.shape[0]} ({cls.tolist()})")
+        return cls
+    cls = np.unique(y)
+    if cls.shape[0] > 2:
+        raise ValueError(f"Only binary classification is supported. {name} got y with {cls.shape[0]} classes "
+                         f"({cls.tolist()[:10]}); wrap it in sklearn.multiclass.OneVsRestClassifier "
+                         "for more than two classes")
+    if cls.shape[0] < 2:
+        raise ValueError(f"{name} needs samples of 2 classes, but y has only 1 class "
+                         f"({cls.tolist()}); pass classes=[label_a, label_b] to the first "
+                         "partial_fit call when a batch holds one class")
+    return cls
+
+
+def check_known_labels(y, classes, name):
+    """Raise unless every label of ``y`` is one of ``classes``."""
+    unseen = ~np.isin(y, classes)
+    if unseen.any():
+        raise ValueError(f"y contains labels {np.unique(y[unseen]).tolist()[:10]} that are not among the "
+                         f"classes {classes.tolist()} of this {name}")
 
 
 class OnlineKernelEstimator(PersistMixin, BaseEstimator):
@@ -44,10 +139,13 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
 
     _supervised = True
 
+    #: Whether ``_run_stream`` passes :meth:`_take_given_f` to its loop (``f_given``).
+    _reuses_f = False
+
     # ------------------------------------------------------------------ params
     def _check_kernel_params(self):
         check_choice("kernel", self.kernel, KERNELS)
-        width = check_real("width", self.width, low=0.0, low_open=True)
+        width = check_width("width", self.width)
         degree = float(check_int("degree", self.degree, low=1))
         coef0 = check_real("coef0", self.coef0, low=0.0)
         budget = check_int("budget", self.budget, low=1, allow_none=True)
@@ -72,11 +170,35 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
     def _check_rule_params(self):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _params(self):
+        """:meth:`_check_params`, run again only after a parameter was set (``set_params`` or assignment)."""
+        cache = _cache(self)
+        params = cache.get("params")
+        if params is None:
+            params = cache["params"] = self._check_params()
+        return params
+
+    def __setattr__(self, name, value):
+        # parameters are the public attributes without a trailing underscore: setting one
+        # (set_params, clone, est.width = 2) drops the validated copy
+        if name[0] != "_" and name[-1] != "_":
+            cache = _CACHES.get(self)
+            if cache:
+                cache.pop("params", None)
+        object.__setattr__(self, name, value)
+
     # --------------------------------------------------------------- expansion
     def _reset(self):
-        for name in ("_sv", "_coef", "_ring", "_state", "classes_", "n_features_in_", "feature_names_in_"):
+        for name in ("_sv", "_coef", "_ring", "_state", "_offsets", "_calibrator", "_feature_keys", "classes_",
+                     "n_features_in_", "feature_names_in_", "width_"):
             if hasattr(self, name):
                 delattr(self, name)
+        _CACHES.pop(self, None)
+
+    def _start(self, X, params):
+        """First rows: fix the kernel width (``"scale"``: from this batch) and allocate."""
+        self.width_ = scale_width(X) if params["width"] is None else params["width"]
+        self._allocate(X.shape[1], params)
 
     def _allocate(self, n_features, params):
         capacity = params["budget"] if params["budget"] is not None else _INITIAL_CAPACITY
@@ -98,7 +220,7 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
         new_capacity = max(count + n_new, 2 * capacity)
         order = self._order()
         sv = np.zeros((new_capacity, self._sv.shape[1]), dtype=np.float64)
-        coef = np.zeros(new_capacity, dtype=np.float64)
+        coef = np.zeros((new_capacity,) + self._coef.shape[1:], dtype=np.float64)
         sv[:count] = self._sv[order]
         coef[:count] = self._coef[order]
         self._sv, self._coef = sv, coef
@@ -117,7 +239,8 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
 
     @property
     def dual_coef_(self):
-        """ndarray of shape (n_support_,): the true coefficients ``alpha_j`` (global scale folded in)."""
+        """ndarray of shape (n_support_,), or (n_support_, n_classes) for a multiclass classifier:
+        the true coefficients ``alpha_j`` (global scale folded in)."""
         self._check_fitted_expansion()
         return self._state[_stream.SCALE] * self._coef[self._order()]
 
@@ -148,15 +271,22 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
     def _is_classifier(self):
         return False
 
-    def _partial_fit(self, X, y, classes, params):
+    def _partial_fit(self, X, y, classes, params, return_scores=False):
         first = not hasattr(self, "_state")
         X, y = self._validate_X(X, y, reset=first)
+        if first:
+            self._feature_keys = None
+            _CACHES.pop(self, None)
         if self._is_classifier():
             y = self._encode_labels(y, classes, first)
         if first:
-            self._allocate(X.shape[1], params)
-        self._learn(X, y, params)
-        return self
+            self._start(X, params)
+        f_out = self._learn(X, y, params)
+        return self._scores(f_out) if return_scores else self
+
+    def _scores(self, f_out):
+        """What ``return_scores`` hands back: the stream's ``f_t(x)`` (subclasses may reshape it)."""
+        return f_out
 
     def _learn(self, X, y, params):
         self._ensure_capacity(X.shape[0], params)
@@ -166,12 +296,13 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
         return f_out
 
     def _fit(self, X, y, classes=None):
-        params = self._check_params()
+        params = self._params()
         self._reset()
         X, y = self._validate_X(X, y, reset=True)
+        self._feature_keys = None
         if self._is_classifier():
             y = self._encode_labels(y, classes, True)
-        self._allocate(X.shape[1], params)
+        self._start(X, params)
         rng = check_random_state(self.random_state) if self.shuffle else None
         for _ in range(params["n_passes"]):
             if rng is not None:
@@ -184,18 +315,130 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
         return self
 
     def _kernel_args(self, params):
-        return params["kind"], params["width"], params["degree"], params["coef0"], EMPTY_LUT
+        width = self.width_ if params["width"] is None else params["width"]
+        return params["kind"], width, params["degree"], params["coef0"], EMPTY_LUT
 
     def _raw_decision(self, X):
         """``sum_j alpha_j k(x_j, x)`` for the rows of ``X`` (no offset)."""
         check_is_fitted(self)
-        params = self._check_kernel_params()
         X = validate_data(self, X, reset=False, dtype=np.float64, order="C", ensure_all_finite=True)
+        return self._raw_decision_rows(X)
+
+    def _raw_decision_rows(self, X):
+        """:meth:`_raw_decision` on rows already validated (C-contiguous float64, 2-D)."""
+        params = self._params()
         out = np.empty(X.shape[0], dtype=np.float64)
         kind, width, degree, coef0, lut = self._kernel_args(params)
         _stream.expansion_decision(X, self._sv, self._coef, self._ring, float(self._state[_stream.SCALE]), kind,
                                    width, degree, coef0, lut, out)
         return out
+
+    # ------------------------------------------------------------- single rows
+    def _raw_one(self, X):
+        """:meth:`_raw_decision_rows` of one validated row of shape (1, n_features), as a float."""
+        cache = _cache(self)
+        out = cache.get("out")
+        if out is None:
+            out = cache["out"] = np.empty(1)
+        params = self._params()
+        kind, width, degree, coef0, lut = self._kernel_args(params)
+        state = self._state
+        _stream.expansion_decision(X, self._sv, self._coef, self._ring, state[_stream.SCALE], kind, width, degree,
+                                   coef0, lut, out)
+        raw = float(out[0])
+        if self._reuses_f:
+            # learn_one on this same row, next, can skip evaluating the expansion again
+            cache["pending"] = (X.copy(), raw, float(state[_stream.STEPS]), params)
+        return raw
+
+    def _take_given_f(self):
+        """``f_t(x)`` already computed for the row being learnt (see :meth:`_learn_row`), else empty."""
+        cache = _CACHES.get(self)
+        given = cache.pop("given_f", None) if cache else None
+        return _stream.EMPTY_F if given is None else given
+
+    def _row(self, x):
+        """One row (a dict or a 1-D array-like) as a C-contiguous float64 array of shape (1, n_features).
+
+        A dict's keys fix the feature order on first sight (or follow
+        ``feature_names_in_`` when ``fit`` saw a DataFrame).
+        """
+        if type(x) is np.ndarray and x.ndim == 1 and x.dtype == np.float64 and \
+                x.shape[0] == self.__dict__.get("n_features_in_", -1):
+            if not _finite(x):
+                raise ValueError(f"x contains NaN or infinity: {x.tolist()[:10]}")
+            return x.reshape(1, -1)
+        if isinstance(x, dict):
+            cache = _cache(self)
+            keys = cache.get("keys")
+            if keys is None:
+                stored = self.__dict__.get("_feature_keys")
+                if stored is not None:
+                    keys = tuple(stored.tolist())
+                else:
+                    names = getattr(self, "feature_names_in_", None)
+                    keys = tuple(names) if names is not None else tuple(x)
+                    if hasattr(self, "n_features_in_") and len(keys) != self.n_features_in_:
+                        raise ValueError(f"x has {len(x)} features, but {type(self).__name__} is expecting "
+                                         f"{self.n_features_in_} features as input")
+                    # fitted state (saved with the model): strings as a str array, other keys as objects
+                    self._feature_keys = np.array(keys, dtype=str if all(isinstance(k, str) for k in keys)
+                                                  else object)
+                cache["keys"] = keys
+            if len(x) != len(keys):
+                extra = sorted(map(str, set(x) - set(keys)))[:5]
+                missing = sorted(map(str, set(keys) - set(x)))[:5]
+                raise ValueError(f"x must have the {len(keys)} features seen first; missing {missing}, "
+                                 f"new {extra}")
+            getter = cache.get("getter")
+            if getter is None:
+                getter = cache["getter"] = operator.itemgetter(*keys)
+            try:
+                row = np.array(getter(x), dtype=np.float64).reshape(-1)
+            except KeyError as exc:
+                raise ValueError(f"x lacks the feature {exc.args[0]!r} seen in the first rows") from None
+            except (TypeError, ValueError):
+                raise ValueError(f"x must map feature names to numbers, got {x!r}"[:300]) from None
+        else:
+            try:
+                row = np.asarray(x, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(f"x must be a dict of numbers or a 1-D array of numbers, "
+                                 f"got {type(x).__name__}") from None
+            if row.ndim != 1:
+                raise ValueError(f"x must be one row (a dict or a 1-D array), got an array of shape {row.shape}; "
+                                 "use partial_fit / predict for batches")
+            n = getattr(self, "n_features_in_", None)
+            if n is not None and row.shape[0] != n:
+                raise ValueError(f"x has {row.shape[0]} features, but {type(self).__name__} is expecting "
+                                 f"{n} features as input")
+        if not np.isfinite(row).all():
+            raise ValueError(f"x contains NaN or infinity: {row.tolist()[:10]}")
+        if row.shape[0] == 0:
+            raise ValueError("x has no features")
+        return row.reshape(1, -1)
+
+    def _learn_row(self, X, y, params):
+        """Learn from one validated row (``y`` encoded); starts the model on the first row.
+
+        When ``predict_one``/``score_one`` just evaluated this row on the current model,
+        its ``f_t(x)`` goes to the stream loop (``f_given``), which then skips evaluating
+        the expansion a second time.
+        """
+        if not hasattr(self, "_state"):
+            self.n_features_in_ = X.shape[1]
+            self._start(X, params)
+        cache = _cache(self)
+        pending = cache.pop("pending", None)
+        if (pending is not None and pending[2] == self._state[_stream.STEPS] and pending[3] is params
+                and _same_row(pending[0], X)):
+            cache["given_f"] = np.array([pending[1] + self.offset_])
+        return self._learn(X, y, params)
+
+    def _require_fitted(self):
+        if not hasattr(self, "_state"):
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call learn_one, "
+                                 "partial_fit or fit first")
 
 
 class BinaryDecisionMixin:
@@ -228,7 +471,21 @@ class BinaryDecisionMixin:
 
 
 class BinaryClassifierMixin(BinaryDecisionMixin):
-    """Binary labels of any two values: ``classes_[0]`` maps to -1, ``classes_[1]`` to +1."""
+    """Binary labels of any two values: ``classes_[0]`` maps to -1, ``classes_[1]`` to +1.
+
+    Rows one at a time: ``learn_one(x, y)``, ``predict_one(x)``, ``score_one(x)``
+    (``f(x)``), ``predict_proba_one(x)``. ``learn_one`` takes labels as they come
+    (river's way): a model that has seen one class predicts it.
+
+    ``predict_proba`` calibrates ``f`` online: ``P(classes_[1] | x) = 1 / (1 + exp(-A f(x)))``
+    (a softmax of ``A f_k(x)`` for more classes), the temperature ``A`` moved by one
+    AdaGrad step of the log-loss on every row's ``f_t(x)``, the score the model gave
+    the row *before* learning from it, so the calibration sees honest out-of-sample
+    scores; its most probable class is always ``predict``'s (:mod:`learners._calibration`).
+    """
+
+    #: Whether more than two classes are learnt natively (one-vs-rest over a shared support set).
+    _native_multiclass = False
 
     def _is_classifier(self):
         return True
@@ -247,21 +504,24 @@ class BinaryClassifierMixin(BinaryDecisionMixin):
         """
         return self._fit(X, y)
 
-    def partial_fit(self, X, y, classes=None):
+    def partial_fit(self, X, y, classes=None, *, return_scores=False):
         """Learn from the rows of ``X`` in order, continuing the stream.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,), two distinct labels
-        classes : array-like of shape (2,), optional
-            Both labels; needed on the first call when its batch holds one class.
+        y : array-like of shape (n_samples,)
+        classes : array-like, optional
+            Every label; needed on the first call when its batch does not hold all of them.
+        return_scores : bool, default False
+            Return the decision values ``f_t(x)`` each row got *before* the model
+            learnt from it (test-then-train in one pass) instead of ``self``.
 
         Returns
         -------
-        self
+        self, or scores : ndarray of shape (n_samples,) (binary) or (n_samples, n_classes)
         """
-        return self._partial_fit(X, y, classes, self._check_params())
+        return self._partial_fit(X, y, classes, self._params(), return_scores)
 
     def decision_function(self, X):
         """``f(x) = sum_j alpha_j k(x_j, x) + offset_``: positive for ``classes_[1]``.
@@ -276,34 +536,265 @@ class BinaryClassifierMixin(BinaryDecisionMixin):
         """
         return self._raw_decision(X) + self.offset_
 
+    def predict_proba(self, X):
+        """Class probabilities from ``decision_function`` by the online calibration.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes), rows summing to 1
+        """
+        return self._proba(self.decision_function(X))
+
+    def _proba(self, f):
+        if self.classes_.shape[0] == 1:
+            return np.ones((f.shape[0], 1))
+        return _calibration.probabilities(f, self._calibrator)
+
+    # ------------------------------------------------------------------ labels
     def _encode_labels(self, y, classes, first):
         name = type(self).__name__
         check_classification_targets(y)
         if first:
-            if classes is not None:
-                cls = np.unique(np.asarray(classes))
-                if cls.shape[0] != 2:
-                    raise ValueError(f"{name} is a binary classifier: classes must hold exactly 2 labels, "
-                                     f"got {cls.shape[0]} ({cls.tolist()})")
-            else:
-                cls = np.unique(y)
-                if cls.shape[0] > 2:
-                    raise ValueError(f"Only binary classification is supported. {name} got y with {cls.shape[0]} classes "
-                                     f"({cls.tolist()[:10]}); wrap it in sklearn.multiclass.OneVsRestClassifier "
-                                     "for more than two classes")
+            if self._native_multiclass:
+                cls = np.unique(np.asarray(classes)) if classes is not None else np.unique(y)
                 if cls.shape[0] < 2:
-                    raise ValueError(f"{name} needs samples of 2 classes, but y has only 1 class "
-                                     f"({cls.tolist()}); pass classes=[label_a, label_b] to the first "
-                                     "partial_fit call when a batch holds one class")
+                    raise ValueError(f"{name} needs samples of at least 2 classes, but y has only 1 class "
+                                     f"({cls.tolist()}); pass classes=[every label] to the first "
+                                     "partial_fit call when a batch does not hold them all")
+            else:
+                cls = binary_classes(y, classes, name)
             self.classes_ = cls
+            self._calibrator = _calibration.new_calibrator()
         elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
             raise ValueError(f"classes={list(classes)} differs from the classes {self.classes_.tolist()} "
                              "of the first partial_fit call")
-        unseen = ~np.isin(y, self.classes_)
-        if unseen.any():
-            raise ValueError(f"y contains labels {np.unique(y[unseen]).tolist()[:10]} that are not among the "
-                             f"classes {self.classes_.tolist()} of this binary {name}")
+        check_known_labels(y, self.classes_, name)
+        if self.classes_.shape[0] > 2:
+            return np.searchsorted(self.classes_, y).astype(np.int64)
         return np.where(y == self.classes_[1], 1.0, -1.0)
+
+    def _code_one(self, y):
+        """Encode one label for :meth:`learn_one`, taking a new class in (river's way)."""
+        cache = _cache(self)
+        codes = cache.get("codes")
+        if codes is None and hasattr(self, "classes_"):
+            codes = cache["codes"] = self._label_codes()
+        if codes is not None:
+            code = codes.get(y)
+            if code is not None:
+                return code
+        if isinstance(y, float) and not y.is_integer() or not isinstance(y, (str, numbers.Integral, np.generic)):
+            check_classification_targets(np.asarray([y]))
+        if not hasattr(self, "classes_"):
+            self.classes_ = np.asarray([y])
+            self._calibrator = _calibration.new_calibrator()
+        else:
+            self._add_class(y)
+        codes = cache["codes"] = self._label_codes()
+        return codes[y]
+
+    def _label_codes(self):
+        """``{label: code}``: -1/+1 for up to two classes, the class index for more."""
+        cls = self.classes_
+        if cls.shape[0] <= 2:
+            return {c.item() if isinstance(c, np.generic) else c: (1.0 if i == 1 else -1.0)
+                    for i, c in enumerate(cls)}
+        return {c.item() if isinstance(c, np.generic) else c: i for i, c in enumerate(cls)}
+
+    def _add_class(self, label):
+        _cache(self).pop("pending", None)
+        cls = np.unique(np.append(self.classes_, label))
+        pos = int(np.searchsorted(cls, label))
+        old = self.classes_
+        if old.shape[0] == 1:
+            # one class seen (learnt as classes_[0], code -1): it becomes the positive one when the
+            # new label sorts first, which flips the sign of f
+            if pos == 0 and hasattr(self, "_state"):
+                self._flip_binary()
+        elif old.shape[0] == 2:
+            if not self._native_multiclass:
+                raise ValueError(f"{type(self).__name__} is a binary classifier and has seen the classes "
+                                 f"{old.tolist()}; got the label {label!r}")
+            self._to_multiclass()
+            self._insert_class(pos)
+        else:
+            self._insert_class(pos)
+        self.classes_ = cls
+
+    def _flip_binary(self):
+        self._coef *= -1.0
+        self._state[_stream.OFFSET] *= -1.0
+        self._publish_state(self._params())
+
+    def _to_multiclass(self):
+        """Two mirrored one-vs-rest learners from the binary one (exact: ``f_0 = -f_1``)."""
+        if hasattr(self, "_state"):
+            c = self._coef
+            self._coef = np.ascontiguousarray(np.column_stack([-c, c]))
+            b = float(self._state[_stream.OFFSET])
+            self._offsets = np.array([-b, b])
+            self._state[_stream.OFFSET] = 0.0
+
+    def _insert_class(self, pos):
+        if hasattr(self, "_state"):
+            self._coef = np.ascontiguousarray(np.insert(self._coef, pos, 0.0, axis=1))
+            self._offsets = np.insert(self._offsets, pos, 0.0)
+
+    # -------------------------------------------------------------- one row
+    def learn_one(self, x, y, *, return_score=False):
+        """Learn from one row (river's API): ``x`` a dict or a 1-D array, ``y`` any label.
+
+        Returns ``self``, or with ``return_score=True`` the score ``f_t(x)`` the row got
+        before the update (a float; an array of one score per class for a multiclass model).
+        """
+        params = self._params()
+        X = self._row(x)
+        code = self._code_one(y)
+        y_arr = np.array([code], dtype=np.int64 if self.classes_.shape[0] > 2 else np.float64)
+        f = self._learn_row(X, y_arr, params)
+        if return_score:
+            return f[0].copy() if f.ndim == 2 else float(f[0])
+        return self
+
+    def score_one(self, x):
+        """``decision_function`` of one row: a float (binary) or an array of one score per class."""
+        self._require_fitted()
+        return self._decision_one(self._row(x))
+
+    def predict_one(self, x):
+        """The predicted label of one row (a dict or a 1-D array)."""
+        self._require_fitted()
+        f = self._decision_one(self._row(x))
+        cls = self.classes_
+        if isinstance(f, np.ndarray):
+            label = cls[int(np.argmax(f))]
+        elif cls.shape[0] == 1:
+            label = cls[0]
+        else:
+            label = cls[1] if f > 0 else cls[0]
+        return label.item() if isinstance(label, np.generic) else label
+
+    def _decision_one(self, X):
+        return self._raw_one(X) + self.offset_
+
+    def predict_proba_one(self, x):
+        """``{label: probability}`` for one row, from the online calibration of ``f``."""
+        self._require_fitted()
+        p = self._proba(self._decision_rows(self._row(x)))[0]
+        return {(c.item() if isinstance(c, np.generic) else c): float(pk) for c, pk in zip(self.classes_, p)}
+
+    def _decision_rows(self, X):
+        return self._raw_decision_rows(X) + self.offset_
+
+    def _labels(self, f):
+        if f.ndim == 2:
+            return self.classes_[np.argmax(f, axis=1)]
+        if self.classes_.shape[0] == 1:
+            return np.repeat(self.classes_, f.shape[0])
+        return self.classes_[(f > 0).astype(np.intp)]
+
+    def _learn(self, X, y, params):
+        f_out = super()._learn(X, y, params)
+        _calibration.calibrate_binary(f_out, y, self._calibrator)
+        return f_out
+
+
+class MulticlassClassifierMixin(BinaryClassifierMixin):
+    """Any number of classes: two use the binary rule, more one-vs-rest over a shared support set.
+
+    Subclasses implement ``_run_ovr_stream(X, codes, params, f_out)`` (``f_out`` of
+    shape (n, n_classes)) with the loops of :mod:`learners._ovr`.
+    """
+
+    _native_multiclass = True
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True
+        return tags
+
+    def _more_tags(self):  # scikit-learn < 1.6
+        return {"binary_only": False}
+
+    def _multiclass(self):
+        return hasattr(self, "classes_") and self.classes_.shape[0] > 2
+
+    def _start(self, X, params):
+        super()._start(X, params)
+        if self._multiclass():
+            K = self.classes_.shape[0]
+            self._coef = np.zeros((self._coef.shape[0], K), dtype=np.float64)
+            self._offsets = np.zeros(K, dtype=np.float64)
+
+    def _learn(self, X, y, params):
+        if not self._multiclass():
+            return super()._learn(X, y, params)
+        self._check_ovr_params(params)
+        self._ensure_capacity(X.shape[0], params)
+        f_out = np.empty((X.shape[0], self.classes_.shape[0]), dtype=np.float64)
+        self._run_ovr_stream(X, y, params, f_out)
+        self._publish_state(params)
+        _calibration.calibrate_multiclass(f_out, y, self._calibrator)
+        return f_out
+
+    def _check_ovr_params(self, params):
+        if params["sv_threshold"] > 0.0:
+            raise ValueError(f"sv_threshold > 0 is for two classes; {type(self).__name__} with "
+                             f"{self.classes_.shape[0]} classes keeps terms until the budget evicts them "
+                             "(set sv_threshold=0)")
+
+    def _raw_decision_rows(self, X):
+        if not self._multiclass():
+            return super()._raw_decision_rows(X)
+        params = self._params()
+        out = np.empty((X.shape[0], self.classes_.shape[0]), dtype=np.float64)
+        kind, width, degree, coef0, lut = self._kernel_args(params)
+        _ovr.ovr_decision(X, self._sv, self._coef, self._ring, float(self._state[_stream.SCALE]), self._offsets,
+                          kind, width, degree, coef0, lut, out)
+        return out
+
+    def _decision_rows(self, X):
+        if self._multiclass():
+            return self._raw_decision_rows(X)
+        return super()._decision_rows(X)
+
+    def _decision_one(self, X):
+        if self._multiclass():
+            return self._raw_decision_rows(X)[0]
+        return super()._decision_one(X)
+
+    def decision_function(self, X):
+        """``f(x)``: shape (n_samples,) for two classes (positive for ``classes_[1]``), else
+        (n_samples, n_classes), one one-vs-rest score per class (offsets included).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        f : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64, order="C", ensure_all_finite=True)
+        return self._decision_rows(X)
+
+    def predict(self, X):
+        """Class labels: the sign of ``f`` for two classes, its argmax for more.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+        """
+        return self._labels(self.decision_function(X))
 
 
 class RegressionMixin:
@@ -323,19 +814,45 @@ class RegressionMixin:
         """
         return self._fit(X, y)
 
-    def partial_fit(self, X, y):
+    def partial_fit(self, X, y, *, return_scores=False):
         """Learn from the rows of ``X`` in order, continuing the stream.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        return_scores : bool, default False
+            Return the predictions ``f_t(x)`` each row got *before* the model learnt
+            from it (test-then-train in one pass) instead of ``self``.
 
         Returns
         -------
-        self
+        self, or scores : ndarray of shape (n_samples,)
         """
-        return self._partial_fit(X, y, None, self._check_params())
+        return self._partial_fit(X, y, None, self._params(), return_scores)
+
+    def learn_one(self, x, y, *, return_score=False):
+        """Learn from one row (river's API): ``x`` a dict or a 1-D array, ``y`` a number.
+
+        Returns ``self``, or with ``return_score=True`` the prediction ``f_t(x)`` made before the update.
+        """
+        params = self._params()
+        X = self._row(x)
+        try:
+            target = float(y)
+        except (TypeError, ValueError):
+            raise ValueError(f"y must be a number, got {y!r}") from None
+        if not math.isfinite(target):
+            raise ValueError(f"y must be finite, got {target}")
+        f = self._learn_row(X, np.array([target]), params)
+        return float(f[0]) if return_score else self
+
+    def predict_one(self, x):
+        """The prediction ``f(x)`` for one row (a dict or a 1-D array), a float."""
+        self._require_fitted()
+        return self._raw_one(self._row(x)) + self.offset_
+
+    score_one = predict_one
 
     def predict(self, X):
         """``f(x) = sum_j alpha_j k(x_j, x) + offset_``.
@@ -370,7 +887,7 @@ class OneClassMixin:
         """
         return self._fit(X, None)
 
-    def partial_fit(self, X, y=None, classes=None):
+    def partial_fit(self, X, y=None, classes=None, *, return_scores=False):
         """Learn from the rows of ``X`` in order, continuing the stream.
 
         Parameters
@@ -378,12 +895,33 @@ class OneClassMixin:
         X : array-like of shape (n_samples, n_features)
         y : ignored
         classes : ignored
+        return_scores : bool, default False
+            Return the raw scores ``f_t(x)`` (as :meth:`score_samples`) each row got
+            *before* the model learnt from it instead of ``self``.
 
         Returns
         -------
-        self
+        self, or scores : ndarray of shape (n_samples,)
         """
-        return self._partial_fit(X, None, None, self._check_params())
+        return self._partial_fit(X, None, None, self._params(), return_scores)
+
+    def learn_one(self, x, y=None, *, return_score=False):
+        """Learn from one row (river's API): ``x`` a dict or a 1-D array; ``y`` ignored.
+
+        Returns ``self``, or with ``return_score=True`` the raw score ``f_t(x)`` (as
+        :meth:`score_samples`) the row got before the update.
+        """
+        f = self._learn_row(self._row(x), None, self._params())
+        return float(f[0]) if return_score else self
+
+    def score_one(self, x):
+        """``decision_function`` of one row: positive = normal, negative = novelty."""
+        self._require_fitted()
+        return self._raw_one(self._row(x)) - self.offset_
+
+    def predict_one(self, x):
+        """+1 (normal) or -1 (novelty) for one row."""
+        return 1 if self.score_one(x) >= 0 else -1
 
     def score_samples(self, X):
         """Raw score ``f(x)``: higher is more normal.

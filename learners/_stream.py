@@ -21,7 +21,9 @@ STEPS      number of steps taken so far (for ``eta_t = eta / sqrt(t)``)
 
 Every loop writes ``f_out[i] = f_t(x_i)``, the prediction made on row ``i``
 *before* learning from it (offset included), so a caller can count online
-mistakes.
+mistakes. The supervised loops take ``f_given``: when it is not empty, ``f_given[i]``
+is that value, already computed (``predict_one`` then ``learn_one`` on the same row
+evaluate the expansion once); it must be exactly what the loop would compute.
 
 Each loop body is exactly the rule's ``*_step`` of :mod:`learners.steps`: evaluate
 ``f_t(x)`` (:func:`kernel_sum`), then call the rule's ``*_update``. The only
@@ -61,6 +63,10 @@ EPSILON = 3
 SIGMA = 4
 STEPS = 5
 STATE_SIZE = 6
+
+
+#: ``f_given`` of the stream loops when ``f_t(x)`` is to be computed (the usual case).
+EMPTY_F = np.zeros(0, dtype=np.float64)
 
 
 def new_state():
@@ -207,14 +213,18 @@ def expansion_decision(X, sv, coef, ring, scale, kind, width, degree, coef0, lut
 
 
 @njit(cache=True)
-def olk_c_fit_stream(X, y, sv, coef, ring, state, r, C, kind, width, degree, coef0, lut, sv_threshold, f_out):
+def olk_c_fit_stream(X, y, sv, coef, ring, state, r, C, kind, width, degree, coef0, lut, sv_threshold, f_out,
+                     f_given):
     """OLK_C over the rows of ``X`` (labels ``y`` in {-1, +1})."""
     scale = state[SCALE]
     decay = olk_decay(r)
     for i in range(X.shape[0]):
         x = X[i]
-        total, _ = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
-        f = scale * total
+        if f_given.shape[0] > 0:
+            f = f_given[i]
+        else:
+            total, _ = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
+            f = scale * total
         kxx = self_kernel(kind, x, width, degree, coef0, lut)
         olk_c_update(x, y[i], f, sv, coef, ring, scale, r, C, kxx, sv_threshold)
         f_out[i] = f
@@ -225,14 +235,17 @@ def olk_c_fit_stream(X, y, sv, coef, ring, state, r, C, kind, width, degree, coe
 
 @njit(cache=True)
 def olk_r_fit_stream(X, y, sv, coef, ring, state, r, C, epsilon, kind, width, degree, coef0, lut, sv_threshold,
-                     f_out):
+                     f_out, f_given):
     """OLK_R over the rows of ``X`` with targets ``y``."""
     scale = state[SCALE]
     decay = olk_decay(r)
     for i in range(X.shape[0]):
         x = X[i]
-        total, _ = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
-        f = scale * total
+        if f_given.shape[0] > 0:
+            f = f_given[i]
+        else:
+            total, _ = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
+            f = scale * total
         kxx = self_kernel(kind, x, width, degree, coef0, lut)
         olk_r_update(x, y[i], f, sv, coef, ring, scale, r, C, epsilon, kxx, sv_threshold)
         f_out[i] = f
@@ -270,7 +283,7 @@ def olk_n_fit_stream(X, sv, coef, ring, state, r, nu, C, rho_rule, kind, width, 
 
 @njit(cache=True)
 def norma_classification_fit_stream(X, y, sv, coef, ring, state, eta, invsqrt, lam, margin, strict, use_offset,
-                                    kind, width, degree, coef0, lut, sv_threshold, f_out):
+                                    kind, width, degree, coef0, lut, sv_threshold, f_out, f_given):
     """Soft-margin NORMA / kernel perceptron over the rows of ``X`` (``y`` in {-1, +1})."""
     scale = state[SCALE]
     b = state[OFFSET]
@@ -279,8 +292,11 @@ def norma_classification_fit_stream(X, y, sv, coef, ring, state, eta, invsqrt, l
         t += 1.0
         eta_t = step_size(eta, invsqrt, t)
         x = X[i]
-        total, _ = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
-        f = scale * total + b
+        if f_given.shape[0] > 0:
+            f = f_given[i]
+        else:
+            total, _ = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
+            f = scale * total + b
         _, b = norma_classification_update(x, y[i], f, sv, coef, ring, scale, eta_t, lam, margin, strict, b,
                                            use_offset, sv_threshold)
         f_out[i] = f
@@ -292,7 +308,7 @@ def norma_classification_fit_stream(X, y, sv, coef, ring, state, eta, invsqrt, l
 
 @njit(cache=True)
 def norma_nu_classification_fit_stream(X, y, sv, coef, ring, state, eta, invsqrt, lam, nu, use_offset, kind, width,
-                                       degree, coef0, lut, sv_threshold, f_out):
+                                       degree, coef0, lut, sv_threshold, f_out, f_given):
     """nu-NORMA classification over the rows of ``X`` (``y`` in {-1, +1})."""
     scale = state[SCALE]
     rho = state[RHO]
@@ -302,8 +318,11 @@ def norma_nu_classification_fit_stream(X, y, sv, coef, ring, state, eta, invsqrt
         t += 1.0
         eta_t = step_size(eta, invsqrt, t)
         x = X[i]
-        total, _ = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
-        f = scale * total + b
+        if f_given.shape[0] > 0:
+            f = f_given[i]
+        else:
+            total, _ = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
+            f = scale * total + b
         _, rho, b = norma_nu_classification_update(x, y[i], f, sv, coef, ring, scale, eta_t, lam, nu, rho, b,
                                                    use_offset, sv_threshold)
         f_out[i] = f
@@ -316,7 +335,7 @@ def norma_nu_classification_fit_stream(X, y, sv, coef, ring, state, eta, invsqrt
 
 @njit(cache=True)
 def norma_regression_fit_stream(X, y, sv, coef, ring, state, eta, invsqrt, lam, loss, nu, use_offset, kind, width,
-                                degree, coef0, lut, sv_threshold, f_out):
+                                degree, coef0, lut, sv_threshold, f_out, f_given):
     """NORMA regression (any loss of :data:`learners.steps.REGRESSION_LOSSES`) over the rows of ``X``."""
     scale = state[SCALE]
     b = state[OFFSET]
@@ -327,8 +346,11 @@ def norma_regression_fit_stream(X, y, sv, coef, ring, state, eta, invsqrt, lam, 
         t += 1.0
         eta_t = step_size(eta, invsqrt, t)
         x = X[i]
-        total, _ = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
-        f = scale * total + b
+        if f_given.shape[0] > 0:
+            f = f_given[i]
+        else:
+            total, _ = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
+            f = scale * total + b
         _, epsilon, sigma, b = norma_regression_update(x, y[i], f, sv, coef, ring, scale, eta_t, lam, loss, epsilon,
                                                        nu, sigma, b, use_offset, sv_threshold)
         f_out[i] = f

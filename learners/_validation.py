@@ -52,6 +52,15 @@ def _range_text(low, high, low_open, high_open):
     return ""
 
 
+def check_width(name, value):
+    """A kernel width: ``"scale"`` (returned as None: set from the data) or a real > 0."""
+    if isinstance(value, str):
+        if value == "scale":
+            return None
+        raise TypeError(f"{name} must be a real number > 0 or 'scale', got {value!r}")
+    return check_real(name, value, low=0.0, low_open=True)
+
+
 def check_int(name, value, *, low=None, allow_none=False):
     """Return ``value`` as an int after checking it is an integer ``>= low``."""
     if value is None and allow_none:

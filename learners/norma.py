@@ -9,8 +9,10 @@ Shared parameters (all three estimators)
 kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default "gaussian"
     ``exp(-||x-y||^2 / width^2)``, ``exp(-||x-y|| / width)``,
     ``(<x, y> + coef0) ** degree``, ``<x, y>``.
-width : float > 0, default 1.0
+width : float > 0 or "scale", default "scale"
     Kernel length scale, in the units of the features (Gaussian, Laplacian).
+    ``"scale"`` sets it from the first batch (the first row for ``learn_one``):
+    ``sqrt(n_features * X.var())``, scikit-learn's ``gamma="scale"``; fitted ``width_``.
 degree : int >= 1, default 3
     Polynomial degree.
 coef0 : float >= 0, default 1.0
@@ -39,10 +41,10 @@ from __future__ import annotations
 
 from sklearn.base import ClassifierMixin, OutlierMixin, RegressorMixin
 
-from learners import _stream
+from learners import _ovr, _stream
 from learners._base import (
     DEFAULT_BUDGET,
-    BinaryClassifierMixin,
+    MulticlassClassifierMixin,
     OneClassMixin,
     OnlineKernelEstimator,
     RegressionMixin,
@@ -65,7 +67,9 @@ _FITTED_DOC = """
     n_features_in_ : int
         Number of features seen in the first call.
     n_steps_ : int
-        Rows learnt from so far (over all passes and calls)."""
+        Rows learnt from so far (over all passes and calls).
+    width_ : float
+        Kernel width in force (``width``, or the one ``"scale"`` chose)."""
 
 
 class _NORMABase(OnlineKernelEstimator):
@@ -85,8 +89,13 @@ class _NORMABase(OnlineKernelEstimator):
         self.n_steps_ = int(self._state[_stream.STEPS])
 
 
-class NORMAClassifier(BinaryClassifierMixin, ClassifierMixin, _NORMABase):
-    """NORMA binary classification: soft margin, nu-classification, kernel perceptron.
+class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
+    """NORMA classification: soft margin, nu-classification, kernel perceptron.
+
+    Two classes by the rules below; more (hinge and perceptron losses) by one learner
+    per class against the rest over one shared support set (:mod:`learners._ovr`),
+    ``predict`` taking the argmax. ``predict_proba``: online Platt calibration of ``f``
+    (see :class:`learners._base.BinaryClassifierMixin`).
 
     Per row ``(x, y)``, ``y`` mapped to -1/+1, ``f = f_t(x)`` with offset:
 
@@ -100,7 +109,7 @@ class NORMAClassifier(BinaryClassifierMixin, ClassifierMixin, _NORMABase):
 
     Parameters
     ----------
-    kernel, width, degree, coef0, eta, learning_rate, lam, budget, sv_threshold, n_passes, shuffle, random_state
+    kernel, width, degree, coef0, learning_rate, budget, sv_threshold, n_passes, shuffle, random_state
         See :mod:`learners.norma`.
     loss : {"hinge", "nu", "perceptron"}, default "hinge"
     margin : float >= 0, default 1.0
@@ -108,21 +117,32 @@ class NORMAClassifier(BinaryClassifierMixin, ClassifierMixin, _NORMABase):
         ``loss="nu"``; unused by the perceptron.
     nu : float in (0, 1], default 0.5
         ``loss="nu"`` only: target fraction of margin errors.
-    fit_intercept : bool, default True
+    eta : float > 0, default 1.0
+        Step size: each margin error adds the term ``eta y k(x, .)`` (see :mod:`learners.norma`).
+    lam : float >= 0, default 0.001
+        Regularisation: old terms shrink by ``1 - eta lam`` per row (halving after ~690 rows).
+    fit_intercept : bool, default False
         Learn the offset ``b`` (updated by ``eta_t y`` on every added term, not regularised).
+        Off by default: the offset moves by ``eta`` on every margin error and is never
+        shrunk, while with a Gaussian kernel in a few dimensions the kernel values
+        between distinct points are small, so ``b`` can swamp ``f`` (measured with
+        ``learners-bench streams``: 1 to 10 points of prequential accuracy lost on every
+        stream but Phishing; see docs/learners.md).
 
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)
-        The two labels; ``classes_[1]`` is the positive class (``f > 0``).
-    offset_ : float
-        The offset ``b``.
+    classes_ : ndarray of shape (n_classes,)
+        The labels; with two, ``classes_[1]`` is the positive class (``f > 0``).
+    offset_ : float, or ndarray of shape (n_classes,) for more than two classes
+        The offset ``b`` (one per class).
     rho_ : float
         Margin in force: learnt for ``loss="nu"``, ``margin`` for hinge, 0 for the perceptron.""" + _FITTED_DOC + """
     """
 
-    def __init__(self, *, loss="hinge", kernel="gaussian", width=1.0, degree=3, coef0=1.0, eta=0.1,
-                 learning_rate="constant", lam=0.01, margin=1.0, nu=0.5, fit_intercept=True,
+    _reuses_f = True
+
+    def __init__(self, *, loss="hinge", kernel="gaussian", width="scale", degree=3, coef0=1.0, eta=1.0,
+                 learning_rate="constant", lam=0.001, margin=1.0, nu=0.5, fit_intercept=False,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
         self.loss = loss
         self.kernel = kernel
@@ -157,17 +177,32 @@ class NORMAClassifier(BinaryClassifierMixin, ClassifierMixin, _NORMABase):
         if p["loss"] == "nu":
             _stream.norma_nu_classification_fit_stream(
                 X, y, self._sv, self._coef, self._ring, self._state, p["eta"], p["invsqrt"], p["lam"], p["nu"],
-                p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out)
+                p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out, self._take_given_f())
         else:
             perceptron = p["loss"] == "perceptron"
             margin = 0.0 if perceptron else p["margin"]
             _stream.norma_classification_fit_stream(
                 X, y, self._sv, self._coef, self._ring, self._state, p["eta"], p["invsqrt"], p["lam"], margin,
-                not perceptron, p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out)
+                not perceptron, p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out,
+                self._take_given_f())
+
+    def _check_ovr_params(self, p):
+        super()._check_ovr_params(p)
+        if p["loss"] == "nu":
+            raise ValueError(f"loss='nu' is for two classes; NORMAClassifier with {self.classes_.shape[0]} "
+                             "classes takes loss='hinge' or 'perceptron'")
+
+    def _run_ovr_stream(self, X, y, p, f_out):
+        kind, width, degree, coef0, lut = self._kernel_args(p)
+        perceptron = p["loss"] == "perceptron"
+        margin = 0.0 if perceptron else p["margin"]
+        _ovr.norma_ovr_fit_stream(X, y, self._sv, self._coef, self._ring, self._state, self._offsets, p["eta"],
+                                  p["invsqrt"], p["lam"], margin, not perceptron, p["use_offset"], kind, width,
+                                  degree, coef0, lut, f_out)
 
     def _publish_state(self, p):
         super()._publish_state(p)
-        self.offset_ = float(self._state[_stream.OFFSET])
+        self.offset_ = self._offsets.copy() if self._multiclass() else float(self._state[_stream.OFFSET])
         if p["loss"] == "nu":
             self.rho_ = float(self._state[_stream.RHO])
         else:
@@ -210,7 +245,9 @@ class NORMARegressor(RegressionMixin, RegressorMixin, _NORMABase):
         Huber threshold in force (learnt by ``"adaptive_huber"``).""" + _FITTED_DOC + """
     """
 
-    def __init__(self, *, loss="squared", kernel="gaussian", width=1.0, degree=3, coef0=1.0, eta=0.1,
+    _reuses_f = True
+
+    def __init__(self, *, loss="squared", kernel="gaussian", width="scale", degree=3, coef0=1.0, eta=0.1,
                  learning_rate="constant", lam=0.01, epsilon=0.1, sigma=1.0, nu=0.5, fit_intercept=True,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
         self.loss = loss
@@ -248,7 +285,7 @@ class NORMARegressor(RegressionMixin, RegressorMixin, _NORMABase):
         kind, width, degree, coef0, lut = self._kernel_args(p)
         _stream.norma_regression_fit_stream(
             X, y, self._sv, self._coef, self._ring, self._state, p["eta"], p["invsqrt"], p["lam"], p["loss"],
-            p["nu"], p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out)
+            p["nu"], p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out, self._take_given_f())
 
     def _publish_state(self, p):
         super()._publish_state(p)
@@ -285,7 +322,7 @@ class NORMAOneClass(OneClassMixin, OutlierMixin, _NORMABase):
         Equal to ``rho_``: ``decision_function = score_samples - offset_``.""" + _FITTED_DOC + """
     """
 
-    def __init__(self, *, kernel="gaussian", width=1.0, degree=3, coef0=1.0, eta=0.1, learning_rate="invsqrt",
+    def __init__(self, *, kernel="gaussian", width="scale", degree=3, coef0=1.0, eta=0.1, learning_rate="invsqrt",
                  lam=0.01, nu=0.1, budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False,
                  random_state=None):
         self.kernel = kernel

@@ -10,8 +10,10 @@ Shared parameters (all three estimators)
 kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default "gaussian"
     ``exp(-||x-y||^2 / width^2)``, ``exp(-||x-y|| / width)``,
     ``(<x, y> + coef0) ** degree``, ``<x, y>``.
-width : float > 0, default 1.0
+width : float > 0 or "scale", default "scale"
     Kernel length scale ``p``, in the units of the features (Gaussian, Laplacian).
+    ``"scale"`` sets it from the first batch (the first row for ``learn_one``):
+    ``sqrt(n_features * X.var())``, scikit-learn's ``gamma="scale"``; fitted ``width_``.
 degree : int >= 1, default 3
     Polynomial degree.
 coef0 : float >= 0, default 1.0
@@ -40,10 +42,10 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import ClassifierMixin, OutlierMixin, RegressorMixin
 
-from learners import _stream
+from learners import _ovr, _stream
 from learners._base import (
     DEFAULT_BUDGET,
-    BinaryClassifierMixin,
+    MulticlassClassifierMixin,
     OneClassMixin,
     OnlineKernelEstimator,
     RegressionMixin,
@@ -63,7 +65,9 @@ _FITTED_DOC = """
     n_features_in_ : int
         Number of features seen in the first call.
     n_steps_ : int
-        Rows learnt from so far (over all passes and calls)."""
+        Rows learnt from so far (over all passes and calls).
+    width_ : float
+        Kernel width in force (``width``, or the one ``"scale"`` chose)."""
 
 
 class _OLKBase(OnlineKernelEstimator):
@@ -74,11 +78,14 @@ class _OLKBase(OnlineKernelEstimator):
         pass
 
 
-class OLKClassifier(BinaryClassifierMixin, ClassifierMixin, _OLKBase):
-    """OLK_C: online kernel classification (Li et al. 2013, eq. 30-33), binary.
+class OLKClassifier(MulticlassClassifierMixin, ClassifierMixin, _OLKBase):
+    """OLK_C: online kernel classification (Li et al. 2013, eq. 30-33), any number of classes.
 
     Per row ``(x, y)``, ``y`` mapped to -1/+1: ``a = clip((1 + r - y f_t(x)) / k(x, x), 0, C)``,
     old coefficients divided by ``1 + r``, new term ``a y / (1 + r)`` (added when ``a > 0``).
+    More than two classes: one such learner per class against the rest, over one shared
+    support set (:mod:`learners._ovr`); ``predict`` takes the argmax. ``predict_proba``:
+    online Platt calibration of ``f`` (see :class:`learners._base.BinaryClassifierMixin`).
 
     Parameters
     ----------
@@ -91,9 +98,9 @@ class OLKClassifier(BinaryClassifierMixin, ClassifierMixin, _OLKBase):
 
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)
-        The two labels; ``classes_[1]`` is the positive class (``f > 0``).
-    offset_ : float
+    classes_ : ndarray of shape (n_classes,)
+        The labels; with two, ``classes_[1]`` is the positive class (``f > 0``).
+    offset_ : float, or ndarray of shape (n_classes,) for more than two classes
         Constant term of ``f``: always 0 (OLK has no offset).""" + _FITTED_DOC + """
 
     Examples
@@ -106,7 +113,9 @@ class OLKClassifier(BinaryClassifierMixin, ClassifierMixin, _OLKBase):
     [0, 1]
     """
 
-    def __init__(self, *, kernel="gaussian", width=1.0, degree=3, coef0=1.0, C=2.0, r=0.001,
+    _reuses_f = True
+
+    def __init__(self, *, kernel="gaussian", width="scale", degree=3, coef0=1.0, C=2.0, r=0.001,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
         self.kernel = kernel
         self.width = width
@@ -126,11 +135,17 @@ class OLKClassifier(BinaryClassifierMixin, ClassifierMixin, _OLKBase):
     def _run_stream(self, X, y, p, f_out):
         kind, width, degree, coef0, lut = self._kernel_args(p)
         _stream.olk_c_fit_stream(X, y, self._sv, self._coef, self._ring, self._state, p["r"], p["C"], kind, width,
-                                 degree, coef0, lut, p["sv_threshold"], f_out)
+                                 degree, coef0, lut, p["sv_threshold"], f_out, self._take_given_f())
+
+    def _run_ovr_stream(self, X, y, p, f_out):
+        kind, width, degree, coef0, lut = self._kernel_args(p)
+        _ovr.olk_c_ovr_fit_stream(X, y, self._sv, self._coef, self._ring, self._state, self._offsets, p["r"],
+                                  p["C"], kind, width, degree, coef0, lut, f_out)
 
     def _publish_state(self, params):
         super()._publish_state(params)
-        self.offset_ = 0.0
+        self.offset_ = self._offsets.copy() if self._multiclass() else 0.0
+
 
 class OLKRegressor(RegressionMixin, RegressorMixin, _OLKBase):
     """OLK_R: online kernel regression with an epsilon-insensitive tube (Li et al. 2013, eq. 43-52).
@@ -157,7 +172,9 @@ class OLKRegressor(RegressionMixin, RegressorMixin, _OLKBase):
         Constant term of ``f``: always 0.""" + _FITTED_DOC + """
     """
 
-    def __init__(self, *, kernel="gaussian", width=1.0, degree=3, coef0=1.0, C=1.0, r=0.001, epsilon=0.1,
+    _reuses_f = True
+
+    def __init__(self, *, kernel="gaussian", width="scale", degree=3, coef0=1.0, C=1.0, r=0.001, epsilon=0.1,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
         self.kernel = kernel
         self.width = width
@@ -179,7 +196,7 @@ class OLKRegressor(RegressionMixin, RegressorMixin, _OLKBase):
     def _run_stream(self, X, y, p, f_out):
         kind, width, degree, coef0, lut = self._kernel_args(p)
         _stream.olk_r_fit_stream(X, y, self._sv, self._coef, self._ring, self._state, p["r"], p["C"], p["epsilon"],
-                                 kind, width, degree, coef0, lut, p["sv_threshold"], f_out)
+                                 kind, width, degree, coef0, lut, p["sv_threshold"], f_out, self._take_given_f())
 
     def _publish_state(self, params):
         super()._publish_state(params)
@@ -194,8 +211,13 @@ class OLKOneClass(OneClassMixin, OutlierMixin, _OLKBase):
 
     Parameters
     ----------
-    kernel, width, degree, coef0, budget, sv_threshold, n_passes, shuffle, random_state
+    kernel, degree, coef0, budget, sv_threshold, n_passes, shuffle, random_state
         See :mod:`learners.olk`.
+    width : float > 0 or "scale", default 1.0
+        As in :mod:`learners.olk`, but 1.0 by default: OLK_N's threshold ``f(x) = 1 + rho``
+        is absolute, and ``"scale"`` (a kernel as wide as the whole data) makes every
+        point of a clustered set score above it (measured on scikit-learn's blobs:
+        no novelty flagged). Standardise the features, or pass a width.
     C : float > nu, default 0.2
         Upper bound of the dual variable (paper: 0.2).
     nu : float in (0, 1], default 0.1

@@ -239,6 +239,29 @@ def olk_n_step(x, sv, coef, ring, scale, r, nu, C, rho, rho_rule, kind, width, d
 
 
 @njit(cache=True, fastmath=True)
+def norma_add_term(x, alpha, new_scale, sv, coef, ring, b, use_offset, sv_threshold):
+    """Store NORMA's new term ``alpha k(x, .)`` (when non-zero; ``b += alpha`` with an offset),
+    then prune; returns the offset."""
+    if alpha != 0.0:
+        expansion_push(x, alpha / new_scale, sv, coef, ring)
+        if use_offset:
+            b += alpha
+    if sv_threshold > 0.0:
+        expansion_prune(sv, coef, ring, new_scale, sv_threshold)
+    return b
+
+
+@njit(cache=True)
+def norma_hinge_alpha(f, y, eta, margin, strict):
+    """NORMA's hinge / perceptron rule: the new term ``eta y`` when ``y f < margin``
+    (``<=`` when not ``strict``), else 0."""
+    yf = y * f
+    if yf < margin or (not strict and yf <= margin):
+        return eta * y
+    return 0.0
+
+
+@njit(cache=True, fastmath=True)
 def norma_classification_update(x, y, f, sv, coef, ring, scale, eta, lam, margin, strict, b, use_offset,
                                 sv_threshold):
     """Soft-margin NORMA / kernel perceptron step given ``f = f_t(x)`` (offset included).
@@ -247,16 +270,8 @@ def norma_classification_update(x, y, f, sv, coef, ring, scale, eta, lam, margin
     is False, the perceptron's mistake condition for ``margin = 0``) the new term
     is ``alpha = eta y`` and, with an offset, ``b += eta y``. Returns ``(alpha, b)``.
     """
-    new_scale = scale * norma_decay(eta, lam)
-    yf = y * f
-    alpha = 0.0
-    if yf < margin or (not strict and yf <= margin):
-        alpha = eta * y
-        expansion_push(x, alpha / new_scale, sv, coef, ring)
-        if use_offset:
-            b += alpha
-    if sv_threshold > 0.0:
-        expansion_prune(sv, coef, ring, new_scale, sv_threshold)
+    alpha = norma_hinge_alpha(f, y, eta, margin, strict)
+    b = norma_add_term(x, alpha, scale * norma_decay(eta, lam), sv, coef, ring, b, use_offset, sv_threshold)
     return alpha, b
 
 
@@ -358,13 +373,7 @@ def norma_regression_update(x, y, f, sv, coef, ring, scale, eta, lam, loss, epsi
                             sv_threshold):
     """Apply a NORMA regression step given ``f = f_t(x)``. Returns ``(alpha, epsilon, sigma, b)``."""
     alpha, epsilon, sigma = norma_regression_rule(loss, y - f, eta, epsilon, nu, sigma)
-    new_scale = scale * norma_decay(eta, lam)
-    if alpha != 0.0:
-        expansion_push(x, alpha / new_scale, sv, coef, ring)
-        if use_offset:
-            b += alpha
-    if sv_threshold > 0.0:
-        expansion_prune(sv, coef, ring, new_scale, sv_threshold)
+    b = norma_add_term(x, alpha, scale * norma_decay(eta, lam), sv, coef, ring, b, use_offset, sv_threshold)
     return alpha, epsilon, sigma, b
 
 

@@ -308,13 +308,15 @@ class PixelKernelSubtractor:
         return mask
 
     # ------------------------------------------------------------------ API
-    def apply(self, frame: np.ndarray, learningRate: float = -1) -> np.ndarray:
-        """Classify ``frame`` and update the model.
+    def apply(self, image: np.ndarray, fgmask: np.ndarray | None = None, learningRate: float = -1) -> np.ndarray:
+        """Classify ``image`` and update the model (OpenCV's ``apply(image[, fgmask[, learningRate]])``).
 
         Parameters
         ----------
-        frame : ndarray (H, W) or (H, W, 3) of uint8
+        image : ndarray (H, W) or (H, W, 3) of uint8
             Grey or BGR frame; every frame of a stream must have the same size.
+        fgmask : ndarray (H, W) of uint8, optional
+            Written with the mask and returned, as OpenCV does; None: a new array.
         learningRate : float
             -1: the model's own policy (``update_prob``, ``fg_update_prob``);
             0: do not update the model; in (0, 1]: probability that a background
@@ -328,7 +330,11 @@ class PixelKernelSubtractor:
         lr = float(learningRate)
         if not (lr == -1 or 0.0 <= lr <= 1.0) or math.isnan(lr):
             raise ValueError(f"learningRate must be -1 (automatic) or in [0, 1], got {learningRate}")
-        img = self._prepare(frame)
+        img = self._prepare(image)
+        if fgmask is not None and not (isinstance(fgmask, np.ndarray) and fgmask.dtype == np.uint8
+                                       and fgmask.shape == self.input_shape_):
+            raise ValueError(f"fgmask must be None or a uint8 array of shape {self.input_shape_}, got "
+                             f"{getattr(fgmask, 'dtype', type(fgmask).__name__)} {getattr(fgmask, 'shape', '')}")
         self._img = img
         if self.samples_ is None:
             self._allocate(img.shape[0], img.shape[1], img.shape[2])
@@ -356,6 +362,13 @@ class PixelKernelSubtractor:
             mask = self._postprocess(self._rawmask)
         self._mask = mask
         self.n_frames_ += 1
+        if fgmask is not None:
+            if self.input_shape_ is not None and mask.shape[:2] != self.input_shape_:
+                H, W = self.input_shape_
+                cv2.resize(mask, (W, H), dst=fgmask, interpolation=cv2.INTER_NEAREST)
+            else:
+                fgmask[...] = mask
+            return fgmask
         return self._full_size(mask, cv2.INTER_NEAREST)
 
     def _full_size(self, image: np.ndarray, interpolation: int, copy: bool = True) -> np.ndarray:
@@ -364,6 +377,19 @@ class PixelKernelSubtractor:
             return image.copy() if copy else image
         H, W = self.input_shape_
         return cv2.resize(image, (W, H), interpolation=interpolation)
+
+    # OpenCV's cv::Algorithm / cv::BackgroundSubtractor housekeeping
+    def clear(self) -> None:
+        """Forget the model, as OpenCV's ``clear()`` (same as :meth:`reset`)."""
+        self.reset()
+
+    def empty(self) -> bool:
+        """False: the subtractor is usable (OpenCV's ``Algorithm.empty``)."""
+        return False
+
+    def getDefaultName(self) -> str:
+        """``"BackgroundSubtractor_<ClassName>"``, after OpenCV's ``BackgroundSubtractor_MOG2``."""
+        return f"BackgroundSubtractor_{type(self).__name__}"
 
     def _advance_scale(self) -> None:
         # the decay only changes with the parameters: computed once per parameter set

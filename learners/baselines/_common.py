@@ -1,21 +1,17 @@
-"""Shared machinery of the baseline estimators: validation, kernels, a growing expansion.
+"""Shared machinery of the baseline estimators: validation, labels, a growing expansion.
 
-The baselines are plain numpy: their loops are short and dominated by one kernel
-vector per step, for which numpy's vectorised single-threaded arithmetic is
-faster than a call into the parallel :func:`learners.kernels.gram` (whose thread
-start-up dominates a 1 x m matrix, badly so on a loaded machine). :func:`kernel_matrix`
-computes the same kernels with the same conventions as :mod:`learners.kernels` (the
-tests check they agree), so the Gaussian width follows the OLK paper,
-``k(x, y) = exp(-||x - y||^2 / width^2)``.
+The baselines are plain numpy around the kernels of :mod:`learners.kernels`
+(:func:`~learners.kernels.gram`, which runs serially for the one kernel vector per
+step), with the parameter checks of :mod:`learners._validation` and the label
+handling of :mod:`learners._base`, so they share conventions and messages with the
+main estimators: ``k(x, y) = exp(-||x - y||^2 / width^2)``, ``width="scale"``.
 """
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 try:  # scikit-learn >= 1.6
@@ -25,52 +21,36 @@ except ImportError:  # pragma: no cover - older scikit-learn
     def validate_data(estimator, X="no_validation", y="no_validation", reset=True, ensure_all_finite=True, **kw):
         return estimator._validate_data(X, y, reset=reset, force_all_finite=ensure_all_finite, **kw)
 
-from learners.kernels import KERNELS
+from learners._base import binary_classes, check_known_labels, scale_width
+from learners._validation import check_choice, check_real, check_width
+from learners.kernels import KERNELS, gram
 
 
-def kernel_matrix(X, Y, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0):
-    """``K[i, j] = k(X[i], Y[j])``, shape ``(len(X), len(Y))``, as :func:`learners.kernels.gram`.
+class BinaryLabels:
+    """Two class labels mapped to -1/+1 (``classes_[1]`` is +1), as the main estimators map them."""
 
-    Kernels: ``gaussian`` ``exp(-||x-y||^2 / width^2)``, ``laplacian``
-    ``exp(-||x-y|| / width)``, ``polynomial`` ``(<x, y> + coef0)^degree``,
-    ``linear`` ``<x, y>``.
-    """
-    if kernel == "linear":
-        return X @ Y.T
-    if kernel == "polynomial":
-        return (X @ Y.T + coef0) ** degree
-    if X.shape[0] == 1 or Y.shape[0] == 1:
-        d2 = np.sum((X[:, None, :] - Y[None, :, :]) ** 2, axis=2)
-    else:
-        d2 = np.sum(X * X, axis=1)[:, None] + np.sum(Y * Y, axis=1)[None, :] - 2.0 * (X @ Y.T)
-        np.maximum(d2, 0.0, out=d2)
-    if kernel == "gaussian":
-        return np.exp(-d2 / (width * width))
-    if kernel == "laplacian":
-        return np.exp(-np.sqrt(d2) / width)
-    raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
+    @staticmethod
+    def init_classes(y, classes, name="this estimator"):
+        """The sorted pair from ``classes`` or from the first batch ``y`` (one class there needs ``classes``)."""
+        return binary_classes(y, classes, name)
 
-
-def check_positive(name, value, *, allow_zero=False, allow_none=False):
-    """Raise a ValueError unless ``value`` is a real number > 0 (or >= 0)."""
-    if value is None and allow_none:
-        return
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
-    if ok:
-        ok = value >= 0 if allow_zero else value > 0
-    if not ok:
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be {bound}, got {value!r}")
+    @staticmethod
+    def to_signed(y, classes, name="binary classifier"):
+        check_known_labels(y, classes, name)
+        return np.where(y == classes[1], 1.0, -1.0)
 
 
 def check_kernel(kernel, width, degree, coef0):
-    """Validate the kernel parameters shared by every kernel baseline."""
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
-    check_positive("width", width)
-    check_positive("degree", degree)
-    if not (isinstance(coef0, numbers.Real) and np.isfinite(coef0)):
-        raise ValueError(f"coef0 must be a finite number, got {coef0!r}")
+    """Validate the kernel parameters shared by every kernel baseline (as the main estimators do)."""
+    check_choice("kernel", kernel, KERNELS)
+    check_width("width", width)
+    check_real("degree", degree, low=0.0, low_open=True)
+    check_real("coef0", coef0)
+
+
+def resolve_width(width, X):
+    """The width in force: ``width``, or from ``X`` when it is ``"scale"`` (see :func:`learners._base.scale_width`)."""
+    return scale_width(X) if isinstance(width, str) else float(width)
 
 
 def check_X(est, X, reset):
@@ -89,41 +69,6 @@ def check_Xy(est, X, y, reset, *, classifier):
     if classifier:
         check_classification_targets(y)
     return X, y
-
-
-class BinaryLabels:
-    """Map two class labels to -1/+1 (``classes[1]`` is +1), sklearn style."""
-
-    @staticmethod
-    def init_classes(y, classes):
-        if classes is not None:
-            classes = np.unique(np.asarray(classes))
-        else:
-            seen = np.unique(y)
-            if np.all(np.isin(seen, (-1, 1))):
-                classes = np.array([-1, 1], dtype=seen.dtype)
-            elif seen.size == 2:
-                classes = seen
-            elif seen.size > 2:
-                raise ValueError(
-                    f"Only binary classification is supported. The type of the target is {type_of_target(y)} "
-                    f"({seen.size} classes); wrap the estimator in sklearn.multiclass.OneVsRestClassifier"
-                )
-            else:
-                raise ValueError(
-                    f"y holds one class only ({seen.tolist()}); pass classes=[neg, pos] to the first "
-                    "partial_fit call when a batch holds one class"
-                )
-        if classes.size != 2:
-            raise ValueError(f"this estimator is binary: classes must hold exactly 2 labels, got {classes.tolist()}")
-        return classes
-
-    @staticmethod
-    def to_signed(y, classes):
-        unknown = ~np.isin(y, classes)
-        if np.any(unknown):
-            raise ValueError(f"y contains labels {np.unique(y[unknown]).tolist()} not in classes {classes.tolist()}")
-        return np.where(y == classes[1], 1.0, -1.0)
 
 
 class GrowingExpansion:
@@ -148,8 +93,8 @@ class GrowingExpansion:
         return self.n
 
     def k(self, X, Y):
-        """Kernel matrix between rows of ``X`` and ``Y``."""
-        return kernel_matrix(X, Y, self.kernel, self.width, self.degree, self.coef0)
+        """Kernel matrix between rows of ``X`` and ``Y`` (:func:`learners.kernels.gram`)."""
+        return gram(X, Y, self.kernel, self.width, self.degree, self.coef0)
 
     def k_self(self, x):
         """``k(x, x)`` for one sample."""
@@ -201,7 +146,7 @@ class GrowingExpansion:
 class KernelExpansionEstimator(BaseEstimator):
     """Fitted-state plumbing shared by the online kernel baselines."""
 
-    _state = ("expansion_", "n_features_in_", "n_seen_", "classes_", "n_mistakes_")
+    _state = ("expansion_", "n_features_in_", "n_seen_", "classes_", "n_mistakes_", "width_")
 
     def _reset(self):
         for name in self._state:
@@ -212,10 +157,27 @@ class KernelExpansionEstimator(BaseEstimator):
         self._validate_params()
         self.n_features_in_ = X.shape[1]
         self.n_seen_ = 0
-        self.expansion_ = GrowingExpansion(X.shape[1], self.kernel, self.width, self.degree, self.coef0)
+        self.width_ = resolve_width(self.width, X)
+        self.expansion_ = GrowingExpansion(X.shape[1], self.kernel, self.width_, self.degree, self.coef0)
 
     def _validate_params(self):
         pass
+
+    def _begin(self, X, y, classes=None, *, classifier):
+        """Check a batch; the first one starts the model (and, for a classifier, its classes).
+
+        Returns ``(X, targets, first)``: targets as -1/+1 for a classifier.
+        """
+        first = not hasattr(self, "expansion_")
+        X, y = check_Xy(self, X, y, reset=first, classifier=classifier)
+        if first:
+            self._start(X)
+            if classifier:
+                self.classes_ = BinaryLabels.init_classes(y, classes, type(self).__name__)
+                self.n_mistakes_ = 0
+        if classifier:
+            y = BinaryLabels.to_signed(y, self.classes_)
+        return X, y, first
 
     def _raw_decision(self, X):
         check_is_fitted(self, "expansion_")
@@ -238,3 +200,29 @@ class KernelExpansionEstimator(BaseEstimator):
         """int: number of stored terms."""
         check_is_fitted(self, "expansion_")
         return len(self.expansion_)
+
+
+class OnlineBinaryBaseline(KernelExpansionEstimator):
+    """``fit`` (start afresh, one pass) and ``decision_function`` of the online kernel classifiers."""
+
+    def fit(self, X, y, classes=None):
+        """Start afresh and make one online pass over ``(X, y)``."""
+        self._reset()
+        return self.partial_fit(X, y, classes=classes)
+
+    def decision_function(self, X):
+        """``f(x)``, shape ``(n_samples,)``; positive means ``classes_[1]``."""
+        return self._raw_decision(X)
+
+
+class OnlineRegressionBaseline(KernelExpansionEstimator):
+    """``fit`` (start afresh, one pass) and ``predict`` of the online kernel regressors."""
+
+    def fit(self, X, y):
+        """Start afresh and make one online pass over ``(X, y)``."""
+        self._reset()
+        return self.partial_fit(X, y)
+
+    def predict(self, X):
+        """``f(x)``, shape ``(n_samples,)``."""
+        return self._raw_decision(X)

@@ -15,34 +15,26 @@ The expansion never holds more than ``M`` terms.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from sklearn.base import ClassifierMixin
 
-from learners._base import BinaryDecisionMixin
-from learners.baselines._common import (
-    BinaryLabels,
-    KernelExpansionEstimator,
-    check_X,
-    check_Xy,
-)
+from learners._base import DEFAULT_BUDGET, BinaryDecisionMixin
+from learners._validation import check_int, check_real
+from learners.baselines._common import OnlineBinaryBaseline
 
 
-class BudgetOnlineSVM(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEstimator):
+class BudgetOnlineSVM(BinaryDecisionMixin, ClassifierMixin, OnlineBinaryBaseline):
     """Online kernel classifier with a margin ``beta`` and at most ``budget`` support vectors.
 
     Parameters
     ----------
-    beta : float, default=0.0
-        Add the example when ``t y(x) <= beta`` (``beta >= 0``).
-    budget : int or None, default=None
-        ``M``, the largest number of support vectors kept (>= 1); None: unbounded.
-    kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
-    width : float, default=1.0
-        Kernel width ``p`` (Gaussian ``exp(-||x-y||^2/p^2)``).
-    degree : float, default=3.0
-    coef0 : float, default=1.0
+    beta : float, default=1.0
+        Add the example when ``t y(x) <= beta`` (``beta >= 0``): the margin that makes it
+        an SVM rather than a perceptron (``beta = 0``).
+    budget : int or None, default=512
+        ``M``, the largest number of support vectors kept (>= 1), as the other
+        estimators' ``budget``; None: unbounded.
+    kernel, width, degree, coef0 : as :mod:`learners.olk`'s (``width="scale"``, fitted ``width_``)
 
     Attributes
     ----------
@@ -63,9 +55,9 @@ class BudgetOnlineSVM(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEstim
         Support vectors removed to keep the budget.
     """
 
-    _state = KernelExpansionEstimator._state + ("margins_", "n_removed_")
+    _state = OnlineBinaryBaseline._state + ("margins_", "n_removed_")
 
-    def __init__(self, beta=0.0, budget=None, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0):
+    def __init__(self, *, beta=1.0, budget=DEFAULT_BUDGET, kernel="gaussian", width="scale", degree=3.0, coef0=1.0):
         self.beta = beta
         self.budget = budget
         self.kernel = kernel
@@ -74,25 +66,16 @@ class BudgetOnlineSVM(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEstim
         self.coef0 = coef0
 
     def _validate_params(self):
-        if not (isinstance(self.beta, numbers.Real) and np.isfinite(self.beta) and self.beta >= 0):
-            raise ValueError(f"beta must be >= 0, got {self.beta!r}")
-        if self.budget is not None and not (
-            isinstance(self.budget, numbers.Integral) and not isinstance(self.budget, bool) and self.budget >= 1
-        ):
-            raise ValueError(f"budget must be an integer >= 1 or None, got {self.budget!r}")
+        check_real("beta", self.beta, low=0.0)
+        check_int("budget", self.budget, low=1, allow_none=True)
 
     def partial_fit(self, X, y, classes=None):
         """One online pass over ``(X, y)`` in order."""
-        first = not hasattr(self, "expansion_")
-        X, y = check_Xy(self, X, y, reset=first, classifier=True)
+        X, ts, first = self._begin(X, y, classes, classifier=True)
         if first:
-            self._start(X)
-            self.classes_ = BinaryLabels.init_classes(y, classes)
-            self.n_mistakes_ = 0
             self.n_removed_ = 0
             # margins_[m] = y(x_m): the current output at each support vector
             self.margins_ = np.empty(0)
-        ts = BinaryLabels.to_signed(y, self.classes_)
         ex = self.expansion_
         for x, t in zip(X, ts):
             self.n_seen_ += 1
@@ -119,12 +102,3 @@ class BudgetOnlineSVM(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEstim
     @property
     def _normalised(self):
         return self.kernel in ("gaussian", "laplacian")
-
-    def fit(self, X, y, classes=None):
-        """Start afresh and make one online pass over ``(X, y)``."""
-        self._reset()
-        return self.partial_fit(X, y, classes=classes)
-
-    def decision_function(self, X):
-        """``y(x)``, shape ``(n_samples,)``; positive means ``classes_[1]``."""
-        return self._raw_decision(X)

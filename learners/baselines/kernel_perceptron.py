@@ -18,27 +18,16 @@ from __future__ import annotations
 from sklearn.base import ClassifierMixin, RegressorMixin
 
 from learners._base import BinaryDecisionMixin
-from learners.baselines._common import (
-    BinaryLabels,
-    KernelExpansionEstimator,
-    check_X,
-    check_Xy,
-    check_positive,
-)
+from learners._validation import check_real
+from learners.baselines._common import OnlineBinaryBaseline, OnlineRegressionBaseline
 
 
-class KernelPerceptron(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEstimator):
+class KernelPerceptron(BinaryDecisionMixin, ClassifierMixin, OnlineBinaryBaseline):
     """Online kernel perceptron classifier.
 
     Parameters
     ----------
-    kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
-    width : float, default=1.0
-        Kernel width ``p`` (Gaussian ``exp(-||x-y||^2/p^2)``).
-    degree : float, default=3.0
-        Polynomial degree.
-    coef0 : float, default=1.0
-        Polynomial offset.
+    kernel, width, degree, coef0 : as :mod:`learners.olk`'s (``width="scale"``, fitted ``width_``)
     eta : float, default=1.0
         Coefficient of each new term (> 0); scales ``f`` only.
 
@@ -60,7 +49,7 @@ class KernelPerceptron(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEsti
         Online mistakes (``y f(x) <= 0`` before the update).
     """
 
-    def __init__(self, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0, eta=1.0):
+    def __init__(self, *, kernel="gaussian", width="scale", degree=3.0, coef0=1.0, eta=1.0):
         self.kernel = kernel
         self.width = width
         self.degree = degree
@@ -68,17 +57,11 @@ class KernelPerceptron(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEsti
         self.eta = eta
 
     def _validate_params(self):
-        check_positive("eta", self.eta)
+        check_real("eta", self.eta, low=0.0, low_open=True)
 
     def partial_fit(self, X, y, classes=None):
         """One online pass over ``(X, y)`` in order."""
-        first = not hasattr(self, "expansion_")
-        X, y = check_Xy(self, X, y, reset=first, classifier=True)
-        if first:
-            self._start(X)
-            self.classes_ = BinaryLabels.init_classes(y, classes)
-            self.n_mistakes_ = 0
-        ys = BinaryLabels.to_signed(y, self.classes_)
+        X, ys, _ = self._begin(X, y, classes, classifier=True)
         ex = self.expansion_
         for x, yt in zip(X, ys):
             self.n_seen_ += 1
@@ -88,17 +71,8 @@ class KernelPerceptron(BinaryDecisionMixin, ClassifierMixin, KernelExpansionEsti
                 ex.append(x, self.eta * yt)
         return self
 
-    def fit(self, X, y, classes=None):
-        """Start afresh and make one online pass over ``(X, y)``."""
-        self._reset()
-        return self.partial_fit(X, y, classes=classes)
 
-    def decision_function(self, X):
-        """``f(x)``, shape ``(n_samples,)``; positive means ``classes_[1]``."""
-        return self._raw_decision(X)
-
-
-class KernelPerceptronRegressor(RegressorMixin, KernelExpansionEstimator):
+class KernelPerceptronRegressor(RegressorMixin, OnlineRegressionBaseline):
     """Online kernel least-mean-squares: the perceptron-style update for regression.
 
     At every sample it adds ``eta (y - f(x)) k(x, .)`` (terms with a zero
@@ -106,11 +80,7 @@ class KernelPerceptronRegressor(RegressorMixin, KernelExpansionEstimator):
 
     Parameters
     ----------
-    kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
-    width : float, default=1.0
-        Kernel width ``p``.
-    degree : float, default=3.0
-    coef0 : float, default=1.0
+    kernel, width, degree, coef0 : as :mod:`learners.olk`'s (``width="scale"``, fitted ``width_``)
     eta : float, default=0.5
         Step size (> 0; stable below ``2 / k(x, x)``). The OLK paper's Example 2
         uses 0.02, which ``learners-bench example2`` passes explicitly.
@@ -125,7 +95,7 @@ class KernelPerceptronRegressor(RegressorMixin, KernelExpansionEstimator):
         Samples processed so far.
     """
 
-    def __init__(self, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0, eta=0.5):
+    def __init__(self, *, kernel="gaussian", width="scale", degree=3.0, coef0=1.0, eta=0.5):
         self.kernel = kernel
         self.width = width
         self.degree = degree
@@ -133,14 +103,11 @@ class KernelPerceptronRegressor(RegressorMixin, KernelExpansionEstimator):
         self.eta = eta
 
     def _validate_params(self):
-        check_positive("eta", self.eta)
+        check_real("eta", self.eta, low=0.0, low_open=True)
 
     def partial_fit(self, X, y):
         """One online pass over ``(X, y)`` in order."""
-        first = not hasattr(self, "expansion_")
-        X, y = check_Xy(self, X, y, reset=first, classifier=False)
-        if first:
-            self._start(X)
+        X, y, _ = self._begin(X, y, classifier=False)
         ex = self.expansion_
         for x, yt in zip(X, y):
             self.n_seen_ += 1
@@ -148,12 +115,3 @@ class KernelPerceptronRegressor(RegressorMixin, KernelExpansionEstimator):
             if err != 0.0:
                 ex.append(x, self.eta * err)
         return self
-
-    def fit(self, X, y):
-        """Start afresh and make one online pass over ``(X, y)``."""
-        self._reset()
-        return self.partial_fit(X, y)
-
-    def predict(self, X):
-        """``f(x)``, shape ``(n_samples,)``."""
-        return self._raw_decision(X)

@@ -24,21 +24,18 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import RegressorMixin
 
-from learners.baselines._common import KernelExpansionEstimator, check_positive, check_Xy
+from learners._validation import check_real
+from learners.baselines._common import OnlineRegressionBaseline
 
 
-class KRLS(RegressorMixin, KernelExpansionEstimator):
+class KRLS(RegressorMixin, OnlineRegressionBaseline):
     """Kernel recursive least squares with the ALD sparsification.
 
     Parameters
     ----------
     nu : float, default=0.001
         ALD threshold (>= 0); the OLK paper's Example 2 uses 0.001.
-    kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
-    width : float, default=1.0
-        Kernel width ``p`` (Gaussian ``exp(-||x-y||^2/p^2)``).
-    degree : float, default=3.0
-    coef0 : float, default=1.0
+    kernel, width, degree, coef0 : as :mod:`learners.olk`'s (``width="scale"``, fitted ``width_``)
 
     Attributes
     ----------
@@ -59,9 +56,9 @@ class KRLS(RegressorMixin, KernelExpansionEstimator):
         Samples processed so far.
     """
 
-    _state = KernelExpansionEstimator._state + ("gram_inv_", "projection_", "dictionary_sizes_")
+    _state = OnlineRegressionBaseline._state + ("gram_inv_", "projection_", "dictionary_sizes_")
 
-    def __init__(self, nu=0.001, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0):
+    def __init__(self, *, nu=0.001, kernel="gaussian", width="scale", degree=3.0, coef0=1.0):
         self.nu = nu
         self.kernel = kernel
         self.width = width
@@ -69,14 +66,12 @@ class KRLS(RegressorMixin, KernelExpansionEstimator):
         self.coef0 = coef0
 
     def _validate_params(self):
-        check_positive("nu", self.nu, allow_zero=True)
+        check_real("nu", self.nu, low=0.0)
 
     def partial_fit(self, X, y):
         """One online pass over ``(X, y)`` in order."""
-        first = not hasattr(self, "expansion_")
-        X, y = check_Xy(self, X, y, reset=first, classifier=False)
+        X, y, first = self._begin(X, y, classifier=False)
         if first:
-            self._start(X)
             self.gram_inv_ = np.zeros((0, 0))
             self.projection_ = np.zeros((0, 0))
             self.dictionary_sizes_ = []
@@ -113,12 +108,3 @@ class KRLS(RegressorMixin, KernelExpansionEstimator):
                 alpha += (self.gram_inv_ @ q) * err
             self.dictionary_sizes_.append(ex.n)
         return self
-
-    def fit(self, X, y):
-        """Start afresh and make one online pass over ``(X, y)``."""
-        self._reset()
-        return self.partial_fit(X, y)
-
-    def predict(self, X):
-        """``f(x)``, shape ``(n_samples,)``."""
-        return self._raw_decision(X)

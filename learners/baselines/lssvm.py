@@ -18,7 +18,9 @@ import scipy.linalg
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from learners.baselines._common import check_kernel, check_positive, check_X, check_Xy, kernel_matrix
+from learners._validation import check_real
+from learners.baselines._common import check_kernel, check_X, check_Xy, resolve_width
+from learners.kernels import gram
 
 
 class LSSVM(RegressorMixin, BaseEstimator):
@@ -28,11 +30,7 @@ class LSSVM(RegressorMixin, BaseEstimator):
     ----------
     C : float, default=10.0
         Weight of the squared errors (> 0); larger fits the data more closely.
-    kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
-    width : float, default=1.0
-        Kernel width ``p`` (Gaussian ``exp(-||x-y||^2/p^2)``).
-    degree : float, default=3.0
-    coef0 : float, default=1.0
+    kernel, width, degree, coef0 : as :mod:`learners.olk`'s (``width="scale"``, fitted ``width_``)
 
     Attributes
     ----------
@@ -45,9 +43,11 @@ class LSSVM(RegressorMixin, BaseEstimator):
     n_support_ : int
         Number of training samples.
     n_features_in_ : int
+    width_ : float
+        Kernel width in force.
     """
 
-    def __init__(self, C=10.0, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0):
+    def __init__(self, *, C=10.0, kernel="gaussian", width="scale", degree=3.0, coef0=1.0):
         self.C = C
         self.kernel = kernel
         self.width = width
@@ -55,13 +55,14 @@ class LSSVM(RegressorMixin, BaseEstimator):
         self.coef0 = coef0
 
     def _gram(self, X, Y):
-        return kernel_matrix(X, Y, self.kernel, self.width, self.degree, self.coef0)
+        return gram(X, Y, self.kernel, self.width_, self.degree, self.coef0)
 
     def fit(self, X, y):
         """Solve the LS-SVM system on ``(X, y)``."""
         check_kernel(self.kernel, self.width, self.degree, self.coef0)
-        check_positive("C", self.C)
+        check_real("C", self.C, low=0.0, low_open=True)
         X, y = check_Xy(self, X, y, reset=True, classifier=False)
+        self.width_ = resolve_width(self.width, X)
         n = X.shape[0]
         A = np.empty((n + 1, n + 1))
         A[0, 0] = 0.0

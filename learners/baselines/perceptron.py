@@ -15,7 +15,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from learners._base import BinaryDecisionMixin
-from learners.baselines._common import BinaryLabels, check_positive, check_X, check_Xy
+from learners._validation import check_real
+from learners.baselines._common import BinaryLabels, check_X, check_Xy
 
 
 class Perceptron(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
@@ -47,14 +48,14 @@ class Perceptron(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         Online mistakes made so far (``y f(x) <= 0`` before the update).
     """
 
-    def __init__(self, eta0=1.0, decay=None, fit_intercept=True):
+    def __init__(self, *, eta0=1.0, decay=None, fit_intercept=True):
         self.eta0 = eta0
         self.decay = decay
         self.fit_intercept = fit_intercept
 
     def _validate_params(self):
-        check_positive("eta0", self.eta0)
-        check_positive("decay", self.decay, allow_none=True)
+        check_real("eta0", self.eta0, low=0.0, low_open=True)
+        check_real("decay", self.decay, low=0.0, low_open=True, allow_none=True)
 
     def partial_fit(self, X, y, classes=None):
         """One pass over ``(X, y)`` in order, one update per sample."""
@@ -62,7 +63,7 @@ class Perceptron(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         X, y = check_Xy(self, X, y, reset=first, classifier=True)
         if first:
             self._validate_params()
-            self.classes_ = BinaryLabels.init_classes(y, classes)
+            self.classes_ = BinaryLabels.init_classes(y, classes, type(self).__name__)
             self.n_features_in_ = X.shape[1]
             self.coef_ = np.zeros(X.shape[1])
             self.intercept_ = 0.0

@@ -5,6 +5,7 @@
     learners-bench example1 [--seeds 20] [--grid 50,100,...,1500] [--plots DIR] [--json]
     learners-bench example2 [--seeds 20] [--grid 10,...,700] [--epsilons ...] [--plots DIR] [--json]
     learners-bench example3 [--seeds 20] [--plots DIR] [--json]
+    learners-bench streams [--streams ...] [--models ...] [--json]   (ours vs river, see learners.bench.streams)
 
 Each prints a table of mean ± standard deviation over the seeds (or, with
 ``--json``, one JSON object mapping each method to its final-point figures; the
@@ -40,6 +41,8 @@ def build_parser():
     for name, (module, help_text) in EXAMPLES.items():
         p = sub.add_parser(name, help=help_text, description=module.__doc__.strip().splitlines()[0])
         module.add_arguments(p)
+    sub.add_parser("streams", help="prequential accuracy and us/row, ours vs river (learners.bench.streams)",
+                   add_help=False)
     return parser
 
 
@@ -53,6 +56,11 @@ def _json_safe(obj):
 
 def main(argv=None) -> int:
     """Run one example; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["streams"]:
+        from learners.bench import streams
+
+        return streams.main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     module = EXAMPLES[args.command][0]

@@ -54,7 +54,7 @@ def methods():
     """The methods of Example 1 with the paper's Table I parameters."""
     return [
         Method("OLK_C", "learners.olk:OLKClassifier", dict(kernel="gaussian", width=1.2, C=0.8, r=0.001, budget=None), note="Table I"),
-        Method("NORMA", "learners.norma:NORMAClassifier", dict(loss="hinge", kernel="gaussian", width=1.0, lam=0.01, eta=0.1, budget=None), note="Table I"),
+        Method("NORMA", "learners.norma:NORMAClassifier", dict(loss="hinge", kernel="gaussian", width=1.0, lam=0.01, eta=0.1, fit_intercept=True, budget=None), note="Table I"),
         Method("Perceptron", Perceptron, dict(eta0=1.0, decay=50.0), note="Table I: eta_t = exp(-t/50)"),
         Method("KernelPerceptron", KernelPerceptron, dict(width=1.2, eta=0.1), note="Table I"),
         Method("Projectron", Projectron, dict(width=1.2, eta=0.02), note="Table I"),

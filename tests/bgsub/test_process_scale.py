@@ -96,3 +96,13 @@ def test_fast_preset_scores_at_least_knn_on_highway():
                 scorers[k].add(n, mask, seq.read_groundtruth(n), roi)
     f_fast, f_knn = scorers["fast"].metrics()["F"], scorers["knn"].metrics()["F"]
     assert f_fast >= f_knn, (f_fast, f_knn)
+
+
+def test_fgmask_is_filled_at_the_input_size():
+    sub = bgsub.create("olkn", process_scale=0.5)
+    out = np.full((H, W), 7, np.uint8)
+    for f in square_frames(12):
+        got = sub.apply(f, out)
+    assert got is out and set(np.unique(out)) <= {0, 255}
+    with pytest.raises(ValueError, match=r"fgmask must be None or a uint8 array of shape \(60, 80\)"):
+        sub.apply(square_frames(1)[0], np.zeros((H // 2, W // 2), np.uint8))

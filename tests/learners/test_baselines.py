@@ -77,7 +77,7 @@ def test_perceptron_string_labels_and_classes():
     p = Perceptron().fit(X, y)
     assert list(p.classes_) == ["ham", "spam"]
     assert list(p.predict(np.array([[3.0], [-3.0]]))) == ["spam", "ham"]
-    with pytest.raises(ValueError, match="not in classes"):
+    with pytest.raises(ValueError, match="not among the classes"):
         p.partial_fit(np.array([[0.0]]), np.array(["eggs"]))
     with pytest.raises(ValueError, match="Only binary classification is supported"):
         Perceptron().fit(np.zeros((3, 1)), [0, 1, 2])
@@ -156,8 +156,8 @@ def test_budget_svm_margin_beta_adds_correct_points():
     X = np.array([[0.0], [0.5]])
     y = np.array([1, 1])
     # y(x2) = e^-0.25 = 0.78: kept out with beta = 0.5, added with beta = 1
-    assert BudgetOnlineSVM(beta=0.5).fit(X, y).n_support_ == 1
-    assert BudgetOnlineSVM(beta=1.0).fit(X, y).n_support_ == 2
+    assert BudgetOnlineSVM(beta=0.5, width=1.0).fit(X, y, classes=[0, 1]).n_support_ == 1
+    assert BudgetOnlineSVM(beta=1.0, width=1.0).fit(X, y, classes=[0, 1]).n_support_ == 2
 
 
 @pytest.mark.parametrize("budget", [1, 5, 20])
@@ -315,19 +315,32 @@ def test_unfitted():
         KRLS().predict(np.zeros((1, 1)))
 
 
-@pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "polynomial", "linear"])
-def test_kernel_matrix_matches_the_numba_core(kernel):
-    from learners.baselines._common import kernel_matrix
+ONLINE_CLASSIFIERS = [Perceptron, KernelPerceptron, BudgetOnlineSVM, Projectron]
 
-    rng = np.random.default_rng(12)
-    X, Y = rng.normal(size=(7, 3)), rng.normal(size=(5, 3))
-    for A, B in ((X, Y), (X[:1], Y), (X, Y[:1])):
-        np.testing.assert_allclose(
-            kernel_matrix(A, B, kernel, 0.7, 2.0, 0.5),
-            gram(A, B, kernel=kernel, width=0.7, degree=2.0, coef0=0.5),
-            rtol=1e-10,
-            atol=1e-12,
-        )
+
+@pytest.mark.parametrize("cls", ONLINE_CLASSIFIERS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("first, second, classes", [
+    ([1, 1], [0, 1], [0, 1]),
+    ([0, 0], [1, 0], [0, 1]),
+    ([1, 1], [-1, 1], [-1, 1]),
+    ([True, True], [False, True], [False, True]),
+    (["b", "b"], ["a", "b"], ["a", "b"]),
+], ids=["ones-of-0/1", "zeros-of-0/1", "ones-of-+-1", "bool", "str"])
+def test_first_batch_of_one_class_works_with_classes_and_fails_clearly_without(cls, first, second, classes):
+    X = np.array([[0.0, 1.0], [1.0, 0.0]])
+    est = cls().partial_fit(X, np.array(first), classes=classes)
+    assert est.classes_.tolist() == sorted(classes)
+    est.partial_fit(X, np.array(second))  # the second class arrives later: no error
+    assert set(est.predict(X).tolist()) <= set(classes)
+    with pytest.raises(ValueError, match="only 1 class.*pass classes="):
+        cls().partial_fit(X, np.array(first))
+
+
+def test_baselines_take_keyword_arguments_only():
+    for cls in (*ONLINE_CLASSIFIERS, KRLS, LSSVM):
+        with pytest.raises(TypeError):
+            cls(1.0)
+
 
 
 @pytest.mark.parametrize(

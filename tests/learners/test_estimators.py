@@ -9,14 +9,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
-from learners import (
-    NORMAClassifier,
-    NORMAOneClass,
-    NORMARegressor,
-    OLKClassifier,
-    OLKOneClass,
-    OLKRegressor,
-)
+from learners import NORMAClassifier, NORMAOneClass, NORMARegressor, OLKClassifier, OLKOneClass, OLKRegressor
 from tests.learners import _reference as ref
 
 ALL = [NORMAClassifier, NORMARegressor, NORMAOneClass, OLKClassifier, OLKRegressor, OLKOneClass]
@@ -87,7 +80,7 @@ def test_olk_regressor_stream_matches_reference(kw):
 @pytest.mark.parametrize("kw", [dict(C=0.2, nu=0.1, r=0.001), dict(C=0.9, nu=0.1, r=0.2, budget=25, width=0.7)])
 def test_olk_one_class_stream_matches_reference(rule, kw):
     X, _, _ = _data(3)
-    est = _feed(OLKOneClass(rho_rule=rule, **kw), X)
+    est = _feed(OLKOneClass(rho_rule=rule, **{"width": 1.0, **kw}), X)
     exp = ref.Expansion(width=kw.get("width", 1.0), budget=kw.get("budget"))
     rho = 0.0
     for x in X:
@@ -109,7 +102,8 @@ def _eta_t(eta, lr, t):
 def test_norma_classifier_stream_matches_reference(loss, lr):
     X, y, _ = _data(4)
     eta, lam, margin, nu = 0.3, 0.05, 0.8, 0.3
-    est = _feed(NORMAClassifier(loss=loss, eta=eta, lam=lam, margin=margin, nu=nu, learning_rate=lr, budget=60),
+    est = _feed(NORMAClassifier(width=1.0, loss=loss, eta=eta, lam=lam, margin=margin, nu=nu, learning_rate=lr,
+                                budget=60, fit_intercept=True),
                 X, y, classes=[0, 1])
     exp = ref.Expansion(budget=60)
     rho = margin
@@ -131,7 +125,7 @@ def test_norma_classifier_stream_matches_reference(loss, lr):
 def test_norma_regressor_stream_matches_reference(loss):
     X, _, y = _data(5)
     eta, lam, eps, sigma, nu = 0.2, 0.02, 0.2, 0.4, 0.3
-    est = _feed(NORMARegressor(loss=loss, eta=eta, lam=lam, epsilon=eps, sigma=sigma, nu=nu,
+    est = _feed(NORMARegressor(width=1.0, loss=loss, eta=eta, lam=lam, epsilon=eps, sigma=sigma, nu=nu,
                                learning_rate="invsqrt", fit_intercept=False, budget=None), X, y)
     exp = ref.Expansion()
     for t, (x, yy) in enumerate(zip(X, y), start=1):
@@ -143,7 +137,7 @@ def test_norma_regressor_stream_matches_reference(loss):
 
 def test_norma_one_class_stream_matches_reference():
     X, _, _ = _data(6)
-    est = _feed(NORMAOneClass(eta=0.2, lam=0.1, nu=0.2, learning_rate="constant", budget=40), X)
+    est = _feed(NORMAOneClass(width=1.0, eta=0.2, lam=0.1, nu=0.2, learning_rate="constant", budget=40), X)
     exp = ref.Expansion(budget=40)
     rho = 0.0
     for x in X:
@@ -160,16 +154,16 @@ def test_norma_one_class_stream_matches_reference():
 def test_fit_equals_one_partial_fit_pass_and_resets(cls):
     X, yc, yr = _data(7, n=120)
     y = None if "OneClass" in cls.__name__ else (yc if "Classifier" in cls.__name__ else yr)
-    a = cls().fit(X, y)
-    b = cls()
+    a = cls(width=1.0).fit(X, y)
+    b = cls(width=1.0)
     _feed(b, X, y, classes=[0, 1] if "Classifier" in cls.__name__ else None)
     np.testing.assert_allclose(a.dual_coef_, b.dual_coef_)
     a.fit(X, y)  # fit again: starts afresh
     np.testing.assert_allclose(a.dual_coef_, b.dual_coef_)
-    two = cls(n_passes=2).fit(X, y)
+    two = cls(width=1.0, n_passes=2).fit(X, y)
     assert two.n_steps_ == 2 * X.shape[0]
-    s1 = cls(n_passes=2, shuffle=True, random_state=3).fit(X, y)
-    s2 = cls(n_passes=2, shuffle=True, random_state=3).fit(X, y)
+    s1 = cls(width=1.0, n_passes=2, shuffle=True, random_state=3).fit(X, y)
+    s2 = cls(width=1.0, n_passes=2, shuffle=True, random_state=3).fit(X, y)
     np.testing.assert_array_equal(s1.dual_coef_, s2.dual_coef_)
     restored = pickle.loads(pickle.dumps(a))
     np.testing.assert_array_equal(restored.dual_coef_, a.dual_coef_)
@@ -309,8 +303,9 @@ def test_bad_input_is_rejected_clearly(cls):
 
 def test_classifier_label_errors():
     X, y, _ = _data(16, n=30)
-    with pytest.raises(ValueError, match="Only binary classification is supported.*3 classes"):
-        OLKClassifier().fit(X, np.arange(30) % 3)
+    assert OLKClassifier().fit(X, np.arange(30) % 3).classes_.tolist() == [0, 1, 2]  # native multiclass
+    with pytest.raises(ValueError, match="loss='nu' is for two classes"):
+        NORMAClassifier(loss="nu").fit(X, np.arange(30) % 3)
     with pytest.raises(ValueError, match="Unknown label type"):
         NORMAClassifier().fit(X, X[:, 0])
     with pytest.raises(ValueError, match="only 1 class.*pass classes="):
@@ -320,8 +315,8 @@ def test_classifier_label_errors():
         est.partial_fit(X[3:5], [3, 1])
     with pytest.raises(ValueError, match="differs from the classes"):
         est.partial_fit(X[3:5], [2, 1], classes=[0, 1])
-    with pytest.raises(ValueError, match="exactly 2 labels"):
-        OLKClassifier().partial_fit(X[:3], [1, 1, 1], classes=[0, 1, 2])
+    with pytest.raises(ValueError, match=r"labels \[5\] that are not among the classes \[0, 1, 2\]"):
+        OLKClassifier().partial_fit(X[:3], [1, 1, 1], classes=[0, 1, 2]).partial_fit(X[:1], [5])
 
 
 def test_linear_kernel_with_zero_rows():

@@ -7,14 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from learners import (
-    NORMAClassifier,
-    NORMAOneClass,
-    NORMARegressor,
-    OLKClassifier,
-    OLKOneClass,
-    OLKRegressor,
-)
+from learners import NORMAClassifier, NORMAOneClass, NORMARegressor, OLKClassifier, OLKOneClass, OLKRegressor
 from learners import _stream
 from learners.expansion import SCALE_MAX, SCALE_MIN
 from learners.steps import olk_r_multipliers
