@@ -11,7 +11,9 @@ back on the same file:
   of ``bin%06d.png`` (PNG compression 1, as ``bgsub run`` writes), one thread.
 
 The ratio of each algorithm to the plain loop is taken per round (the same
-machine load) and its median printed. Usage::
+machine load) and its median printed. ``--threads`` adds, per algorithm, the
+same pipeline in this process with its reader and writer threads on and off
+(``Pipeline.run(threads=...)``), to show what the overlap buys. Usage::
 
     python benchmarks/bgsub_e2e.py --make /tmp/highway1080.mp4 --frames 120
     python benchmarks/bgsub_e2e.py --video /tmp/highway1080.mp4 --algo olkn --algo norma --rounds 3
@@ -76,6 +78,19 @@ def bgsub_run(video: Path, out: Path, algo: str, extra: list[str]) -> float:
     return float(m.group(1))
 
 
+def pipeline_fps(video: Path, out: Path, algo: str, preset: str | None, threads: bool) -> float:
+    """fps of ``Pipeline.run`` (video source -> subtractor -> mask PNGs) in this process."""
+    import bgsub
+    from bgsub.pipeline import MaskFiles, Pipeline
+    from bgsub.settings import resolve_algorithm
+    from bgsub.sources import open_source
+
+    name, params = resolve_algorithm(algo, [], None, preset)
+    with open_source(str(video)) as source:
+        result = Pipeline(bgsub.create(name, **params), sinks=[MaskFiles(out)]).run(source, threads=threads)
+    return result.fps
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--video", type=Path, default=Path("/tmp/highway1080.mp4"))
@@ -85,6 +100,7 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], help="passed to bgsub run as --set")
     ap.add_argument("--preset", default=None, help="passed to bgsub run as --preset")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", action="store_true", help="also time the pipeline in process, threads on and off")
     a = ap.parse_args()
     if a.make is not None:
         make_video(a.make, a.frames)
@@ -98,6 +114,10 @@ def main() -> None:
             fps["plain KNN loop"].append(plain_knn(a.video, tmp / "knn"))
             for algo in algos:
                 fps[algo].append(bgsub_run(a.video, tmp / algo, algo, extra))
+                if a.threads:
+                    for on in ((True, False) if r % 2 == 0 else (False, True)):
+                        key = f"{algo} threads {'on' if on else 'off'}"
+                        fps.setdefault(key, []).append(pipeline_fps(a.video, tmp / key, algo, a.preset, on))
             print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:.2f} fps" for k, v in fps.items()), file=sys.stderr)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -4,19 +4,20 @@ For each algorithm and frame size, the same CDnet highway frames (see
 :func:`bgsub.commands.bench.load_frames`) go through the stages of
 ``PixelKernelSubtractor.apply`` one at a time, each timed on its own:
 
-- ``prepare``: input checks, colour conversion, contiguous copy;
+- ``prepare``: input checks, colour conversion, the ``process_scale`` resize, contiguous copy;
 - ``score``: the kernel sums alone (``score_frame``: every pixel's full sum,
   no learning), run on a copy of the state;
 - ``frame``: the fused jitted pass (kernel sums + the selected pixels' updates);
   ``frame - score`` is the cost of the updates;
 - ``post``: mask post-processing (median, morphology, min_area);
-- ``copy``: the returned mask copy, ``n_steps_`` bookkeeping and the scale;
+- ``copy``: the returned mask (a copy, or the upscale to the input size), ``n_steps_`` bookkeeping and
+  the scale;
 - ``apply``: the whole ``apply`` as a user calls it (sum of the above plus
   Python overhead), and OpenCV KNN's ``apply`` on the same frames for reference.
 
 Medians over the timed frames, in milliseconds per frame. Usage::
 
-    python benchmarks/bgsub_profile.py --size 320x240 --size 1920x1080 --frames 40
+    python benchmarks/bgsub_profile.py --size 320x240 --size 1920x1080 --frames 40 --algo olkn --algo olkn:fast
 
 Prints a Markdown table (paste into docs/performance.md) and, with ``--json``,
 one JSON object.
@@ -45,12 +46,17 @@ def _ms(fn):
 
 
 def profile(algo: str, frames: list[np.ndarray], warm: list[np.ndarray]) -> dict[str, float]:
-    sub = bgsub.create(algo)
+    from bgsub.settings import resolve_algorithm
+
+    name, _, preset = algo.partition(":")
+    name, params = resolve_algorithm(name, [], None, preset or None)
+    sub = bgsub.create(name, **params)
     for f in warm:
         sub.apply(f)
     stages = {k: [] for k in ("prepare", "score", "frame", "post", "copy", "apply")}
     p = sub.params
     p_bg, p_fg = _prob(p["update_prob"]), _prob(p["fg_update_prob"])
+    steps = 0
     for f in frames:
         # stage by stage on the real state (mirrors apply with update_mask="raw")
         t0 = time.perf_counter()
@@ -70,11 +76,12 @@ def profile(algo: str, frames: list[np.ndarray], warm: list[np.ndarray]) -> dict
         t4 = time.perf_counter()
         mask = sub._postprocess(sub._rawmask)
         t5 = time.perf_counter()
+        steps += int(sub._stepped.sum())
         sub.n_steps_ += int(sub._stepped.sum())
         sub._advance_scale()
         sub._mask = mask
         sub.n_frames_ += 1
-        mask.copy()
+        sub._full_size(mask, cv2.INTER_NEAREST)
         t6 = time.perf_counter()
         stages["prepare"].append((t1 - t0) * 1e3)
         stages["score"].append((t3 - t2) * 1e3)
@@ -85,7 +92,7 @@ def profile(algo: str, frames: list[np.ndarray], warm: list[np.ndarray]) -> dict
         stages["apply"].append(_ms(lambda: sub.apply(f)))
     out = {k: statistics.median(v) for k, v in stages.items()}
     out["updates"] = max(0.0, out["frame"] - out["score"])
-    out["stepped_share"] = sub.n_steps_ / max(1, sub.n_frames_) / (f.shape[0] * f.shape[1])
+    out["stepped_share"] = steps / len(frames) / (sub.frame_shape_[0] * sub.frame_shape_[1])
     return out
 
 
