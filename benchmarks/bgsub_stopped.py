@@ -48,6 +48,10 @@ def main() -> int:
         "default, fg_update_prob=0.1": dict(fg_update_prob=0.1),
         "default (fg_update_prob=0.02)": {},
         "default, fg_update_prob=0": dict(fg_update_prob=0.0),
+        "default, diffuse_prob=0": dict(diffuse_prob=0.0),
+        "default, rho_rule=paper": dict(rho_rule="paper"),
+        "default, rho_rule=paper, diffuse_prob=0 (before issue 13)": dict(rho_rule="paper", diffuse_prob=0.0,
+                                                                        init_radius=1),
     }
     out = {name: absorption(p) for name, p in settings.items()}
     print(json.dumps(out, indent=1))

@@ -8,7 +8,14 @@ Usage::
 
     python benchmarks/bgsub_tune.py grid --algo olkn --grid width=15,20,30 --grid median=0,5 \
         --data ../shared/data/bgs --out /tmp/tune.jsonl
-    python benchmarks/bgsub_tune.py cv --results /tmp/tune.jsonl     # 2-fold CV over sequences
+    python benchmarks/bgsub_tune.py cv --results /tmp/tune.jsonl     # leave-one-family-out CV
+    # one command: candidates from a file, plain + jittered sequences, then the CV report
+    python benchmarks/bgsub_tune.py grid --algo olkn --configs benchmarks/olkn_candidates.json \
+        --augment jitter --out /tmp/olkn.jsonl --cv
+    python benchmarks/bgsub_tune.py cv --results /tmp/olkn.jsonl --exclude stabilise=phase
+
+``--augment jitter`` adds the jittered copy of every sequence (its own rows,
+named ``seq+jitter``, kept in the sequence's family for the CV).
 
 ``--max-frames`` limits each sequence (long warm-ups such as highway's 470
 frames are kept: frames past the limit are dropped from the end).
@@ -30,12 +37,13 @@ import numpy as np
 _CACHE: dict = {}
 
 
-def _load(path: str, max_frames: int | None):
-    key = (path, max_frames)
+def _load(path: str, max_frames: int | None, augment: str | None = None):
+    key = (path, max_frames, augment)
     if key not in _CACHE:
+        from bgsub.augment import augment as augmented
         from bgsub.cdnet import load_sequence
 
-        seq = load_sequence(path)
+        seq = augmented(load_sequence(path), augment)
         frames = seq.frames if max_frames is None else seq.frames[:max_frames]
         imgs = [seq.read_frame(n) for n in frames]
         gts = {n: seq.read_groundtruth(n) for n in frames if seq.is_scored(n)}
@@ -52,7 +60,8 @@ def run_job(job):
     median post-filters of the same raw masks in one run: the update policy looks
     at the raw mask, so they share the model.
     """
-    algo, params, path, max_frames = job
+    algo, params, path, max_frames = job[:4]
+    aug = job[4] if len(job) > 4 else None
     import cv2
 
     import bgsub
@@ -60,7 +69,7 @@ def run_job(job):
 
     params = dict(params)
     medians = params.pop("post_median", None)
-    frames, imgs, gts, roi = _load(path, max_frames)
+    frames, imgs, gts, roi = _load(path, max_frames, aug)
     sub = bgsub.create(algo, **params)
     variants = [None] if medians is None else list(medians)
     scorers = {v: SequenceScorer(score_range=getattr(sub, "score_range", None) if v in (None, 0) else None,
@@ -78,10 +87,21 @@ def run_job(job):
     for v, sc in scorers.items():
         m = sc.metrics()
         p = dict(params) if v is None else dict(params, median=v)
-        out.append({"algo": algo, "params": p, "seq": path, "name": Path(path).name, "F": m["F"],
+        name = Path(path).name + (f"+{aug}" if aug else "")
+        out.append({"algo": algo, "params": p, "seq": path, "name": name, "group": group_of(path, aug), "F": m["F"],
                     "recall": m["recall"], "precision": m["precision"], "PWC": m["PWC"], "auc": m.get("auc"),
                     "fps": len(frames) / busy if busy else None})
     return out
+
+
+def group_of(path, augment=None):
+    """Family of a sequence for cross-validation: the data folder's name (cdnet2014 -> cdnet, sbi, ucsd).
+
+    Augmented variants stay in their family, so holding a family out holds out its
+    jittered copies too (no leak of a sequence into its own test fold).
+    """
+    family = Path(path).parent.name
+    return "cdnet" if family.startswith("cdnet") else family
 
 
 def _parse_grid(items):
@@ -115,9 +135,12 @@ def cmd_grid(args):
     grid = _parse_grid(args.grid)
     keys = list(grid)
     configs = [dict(base, **dict(zip(keys, vals))) for vals in itertools.product(*[grid[k] for k in keys])]
+    if args.configs:
+        configs = [dict(base, **c) for c in json.load(open(args.configs))]
     # sequence-major order: a worker reuses its decoded frames across configs
-    jobs = [(args.algo, c, s, args.max_frames) for s in seqs for c in configs]
-    print(f"{len(configs)} configs x {len(seqs)} sequences", file=sys.stderr)
+    augs = [None] + [a for a in (args.augment or []) if a != "none"]
+    jobs = [(args.algo, c, s, args.max_frames, a) for a in augs for s in seqs for c in configs]
+    print(f"{len(configs)} configs x {len(seqs)} sequences x {len(augs)} variants", file=sys.stderr)
     with open(args.out, "a") as fh, ProcessPoolExecutor(args.workers) as ex:
         for rs in ex.map(run_job, jobs, chunksize=1):
             for r in rs:
@@ -125,6 +148,9 @@ def cmd_grid(args):
                 fh.write(json.dumps(r) + "\n")
                 print(f"{r['name']:>10} F={r['F']:.4f} {r['params']}", file=sys.stderr)
             fh.flush()
+    if args.cv:
+        table = exclude_configs(load_results(args.out, args.algo), args.exclude)
+        print(json.dumps(logo_cross_validate(table), indent=1))
     return 0
 
 
@@ -138,10 +164,54 @@ def load_results(path, algo=None):
         rows = [r for r in rows if r["algo"] == algo]
     table: dict[str, dict[str, float]] = {}
     for r in rows:
+        GROUPS[r["name"]] = r.get("group") or group_of(r["seq"])
         f = r["F"]
         table.setdefault(_key(r["params"]), {})[r["name"]] = 0.0 if f is None or (
             isinstance(f, float) and math.isnan(f)) else f
     return table
+
+
+#: Sequence name -> family, filled by :func:`load_results`.
+GROUPS: dict[str, str] = {}
+
+
+def _mean(row, names):
+    return float(np.mean([row[n] for n in names]))
+
+
+def logo_cross_validate(table, groups=None):
+    """Leave-one-group-out CV: for each family, the config best on the other families, scored on it.
+
+    Returns a report with, per held-out family, the chosen config, its mean F on
+    the training families (in-sample) and on the held-out one; the out-of-fold
+    per-sequence F (each sequence scored with a config chosen without its family)
+    and its means over the plain sequences and over the augmented ones.
+    """
+    groups = GROUPS if groups is None else groups
+    names = sorted({n for v in table.values() for n in v})
+    complete = {k: v for k, v in table.items() if all(n in v for n in names)}
+    fams = sorted({groups[n] for n in names})
+    out = {"folds": [], "oof": {}}
+    for fam in fams:
+        held = [n for n in names if groups[n] == fam]
+        train = [n for n in names if groups[n] != fam]
+        best = max(complete, key=lambda k: _mean(complete[k], train))
+        out["folds"].append({"held_out": fam, "best_params": json.loads(best), "train_F": _mean(complete[best], train),
+                             "test_F": _mean(complete[best], held)})
+        for n in held:
+            out["oof"][n] = complete[best][n]
+    plain = [n for n in names if "+" not in n]
+    aug = [n for n in names if "+" in n]
+    best_all = max(complete, key=lambda k: _mean(complete[k], names))
+    out["best_all"] = {"params": json.loads(best_all), "F_all": _mean(complete[best_all], names),
+                       "F_plain": _mean(complete[best_all], plain) if plain else None,
+                       "per_sequence": complete[best_all]}
+    out["in_sample_F_plain"] = out["best_all"]["F_plain"]
+    out["oof_F_plain"] = _mean(out["oof"], plain) if plain else None
+    out["oof_F_augmented"] = _mean(out["oof"], aug) if aug else None
+    out["cv_train_F"] = float(np.mean([f["train_F"] for f in out["folds"]]))
+    out["n_configs"] = len(complete)
+    return out
 
 
 #: Fixed 2-fold split over sequences, each fold mixing CDnet, SBI and UCSD.
@@ -176,9 +246,15 @@ def cross_validate(table, folds=FOLDS):
     return out
 
 
+def exclude_configs(table, exclusions):
+    """``table`` without the configs whose parameters match any ``KEY=VALUE`` of ``exclusions``."""
+    drop = [(k, _autotype(v)) for k, _, v in (e.partition("=") for e in exclusions or [])]
+    return {c: v for c, v in table.items() if not any(json.loads(c).get(k) == v for k, v in drop)}
+
+
 def cmd_cv(args):
-    table = load_results(args.results, args.algo)
-    rep = cross_validate(table)
+    table = exclude_configs(load_results(args.results, args.algo), args.exclude)
+    rep = logo_cross_validate(table) if args.scheme == "logo" else cross_validate(table)
     print(json.dumps(rep, indent=1))
     return 0
 
@@ -204,11 +280,23 @@ def main(argv=None):
     g.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "bgs"))
     g.add_argument("--only", nargs="*", default=None, help="substrings of sequence paths to keep")
     g.add_argument("--max-frames", type=int, default=None)
+    g.add_argument("--augment", nargs="*", default=None, choices=("none", "jitter", "illumination", "noise"),
+                   help="also run these robustness variants of every sequence (bgsub.augment)")
     g.add_argument("--workers", type=int, default=2)
     g.add_argument("--out", required=True)
+    g.add_argument("--configs", default=None, metavar="JSON",
+                   help="file with a JSON list of parameter dicts to run instead of the grid (merged into --base)")
+    g.add_argument("--cv", action="store_true",
+                   help="then print the leave-one-group-out cross-validation of everything in --out for this algo")
+    g.add_argument("--exclude", action="append", default=[], metavar="KEY=VALUE",
+                   help="with --cv: leave out configs with this parameter value (e.g. stabilise=phase: too slow)")
     c = sub.add_parser("cv")
     c.add_argument("--results", required=True)
     c.add_argument("--algo", default=None)
+    c.add_argument("--scheme", choices=("logo", "2fold"), default="logo",
+                   help="leave-one-group-out over the families cdnet/sbi/ucsd (default), or the old fixed 2-fold split")
+    c.add_argument("--exclude", action="append", default=[], metavar="KEY=VALUE",
+                   help="leave out configs with this parameter value (e.g. stabilise=phase)")
     t = sub.add_parser("top")
     t.add_argument("--results", required=True)
     t.add_argument("--algo", default=None)

@@ -3,6 +3,8 @@
 Usage::
 
     bgsub-gui [SOURCE] [--algo NAME] [--preset NAME] [--set KEY=VALUE ...] [--threshold T]
+              [--roi MASK.png] [--scale S] [--min-area N] [--boxes]
+              [--save-masks DIR] [--overlay FILE.mp4] [--objects FILE.jsonl|.csv]
     bgsub-gui SOURCE --frames N --screenshot FILE.png     # headless, then exit
 
 SOURCE is a camera index (``0``), a video file, a folder of images, a
@@ -35,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Background subtraction, live: input frame, foreground mask and score map "
         "next to ROC metrics, on a camera, a video file or a sequence folder.",
         epilog="Keys: Space play/pause, Right step, R restart, O mask overlay, 0 threshold to 0, "
-        "A auto score levels, Ctrl+O open a video, Ctrl+Shift+O open a folder, Ctrl+B the sample, "
+        "A auto score levels, B object boxes, Ctrl+O open a video, Ctrl+Shift+O open a folder, Ctrl+B the sample, "
         "Ctrl+S save masks, Ctrl+Q quit. Drop a file or folder onto the window to open it. "
         "Example: QT_QPA_PLATFORM=offscreen bgsub-gui sample --frames 120 --screenshot gui.png",
     )
@@ -71,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--size", default="1400x880", metavar="WxH", help="window size (default 1400x880)")
     p.add_argument("--save-masks", type=Path, default=None, metavar="DIR", help="write masks as bin%%06d.png")
+    p.add_argument("--boxes", action="store_true",
+                   help="draw the objects (bounding boxes with track ids) over the input frame")
+    p.add_argument("--overlay", type=Path, default=None, metavar="FILE.mp4",
+                   help="record the input with the mask tinted and the objects boxed (.mp4, .avi, .mkv)")
+    p.add_argument("--objects", type=Path, default=None, metavar="FILE.jsonl|FILE.csv",
+                   help="save every frame's objects: frame, track id, box, area, centroid")
     p.add_argument(
         "--timeout",
         type=float,
@@ -104,6 +112,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     if args.frames is not None and args.frames < 1:
         parser.error(f"--frames must be >= 1, got {args.frames}")
+    for option, path, suffixes in (("--overlay", args.overlay, (".mp4", ".avi", ".mkv")),
+                                   ("--objects", args.objects, (".jsonl", ".csv"))):
+        if path is not None and path.suffix.lower() not in suffixes:
+            parser.error(f"{option} {path.name}: end the name in {' or '.join(suffixes)}")
     headless = args.screenshot is not None
     if headless:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -168,10 +180,17 @@ def main(argv: list[str] | None = None) -> int:
         window.controller.set_frame_limit(args.frames)
 
     run = ScreenshotRun(app, window, args.screenshot, args.timeout) if headless else None
+    if args.boxes:
+        window.set_show_objects(True)
     if args.source == SAMPLE:
         window.open_sample()
     else:
         window.open_source(_source_spec(args.source))
+    # After the source: a recording belongs to one source (opening another one finishes it).
+    if args.overlay is not None:
+        window.set_overlay_video(args.overlay)
+    if args.objects is not None:
+        window.set_objects_file(args.objects)
     if run is not None and window.last_error:  # the sample could not be found
         print(f"bgsub-gui: {window.last_error}", file=sys.stderr)
         run.finish(1)

@@ -37,10 +37,12 @@ HELP_TEXT = """Space: play / pause
 Right: process one frame
 R: restart from the first frame, with a fresh model
 O: draw the mask over the input frame
+B: draw the objects (bounding boxes with track ids) over the input frame
 0: threshold back to 0 (the subtractor's own decision)
 A: score levels follow the scores (off once you drag the levels)
 Ctrl+O: open a video file; Ctrl+Shift+O: open a folder (images or CDnet)
 Ctrl+B: open the bundled sample; Ctrl+S: save masks to a folder
+File > Record overlay video / Save objects: save while running (the file appears when you stop)
 Ctrl+Q: quit
 
 Mouse: drag to pan, wheel to zoom (the three views move together);
@@ -146,6 +148,7 @@ class MainWindow(QMainWindow):
         worker.info.connect(self.show_message)
         worker.frameLimitReached.connect(self._on_frame_limit)
         worker.modelLoaded.connect(self._on_model_loaded)
+        worker.outputChanged.connect(self._on_output_changed)
 
         self.views = FrameViews()
         self.metrics = MetricsPanel()
@@ -154,6 +157,7 @@ class MainWindow(QMainWindow):
         self.controls.set_score_range(*session.score_range)
         self.views.set_score_range(*session.score_range)
         self.controls.set_threshold(session.threshold)
+        self.controls.set_min_area(session.min_area)
 
         self.error_banner = QLabel("")
         self.error_banner.setObjectName("errorBanner")
@@ -207,6 +211,10 @@ class MainWindow(QMainWindow):
         self.open_folder_action = self._action("Open &folder (images or CDnet)…", self.choose_folder, "Ctrl+Shift+O")
         self.open_sample_action = self._action("Open bundled &sample", self.open_sample, "Ctrl+B")
         self.save_action = self._action("Save &masks to a folder…", self._toggle_save, "Ctrl+S", checkable=True)
+        self.overlay_video_action = self._action("Record &overlay video…", self._toggle_overlay_video,
+                                                 checkable=True)
+        self.objects_file_action = self._action("Save ob&jects (JSONL/CSV)…", self._toggle_objects_file,
+                                                checkable=True)
         self.save_model_action = self._action("Save mo&del…", self.choose_save_model)
         self.load_model_action = self._action("&Load model…", self.choose_load_model)
         self.quit_action = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit)
@@ -228,6 +236,8 @@ class MainWindow(QMainWindow):
         menu.addMenu(self.recent_menu)
         menu.addSeparator()
         menu.addAction(self.save_action)
+        menu.addAction(self.overlay_video_action)
+        menu.addAction(self.objects_file_action)
         menu.addAction(self.save_model_action)
         menu.addAction(self.load_model_action)
         menu.addSeparator()
@@ -238,6 +248,8 @@ class MainWindow(QMainWindow):
             menu.addAction(a)
         menu = self.menuBar().addMenu("&View")
         menu.addAction(self.overlay_action)
+        self.boxes_action = self._action("Object &boxes", self.set_show_objects, "B", checkable=True)
+        menu.addAction(self.boxes_action)
         menu.addAction(self.threshold_zero_action)
         self.auto_levels_action = self._action("&Auto score levels", self._set_auto_levels, "A", checkable=True)
         self.auto_levels_action.setChecked(True)
@@ -257,6 +269,10 @@ class MainWindow(QMainWindow):
         c.overlayToggled.connect(self._set_overlay)
         c.realtimeToggled.connect(self.controller.set_realtime)
         c.saveToggled.connect(self._toggle_save)
+        c.objectsToggled.connect(self.set_show_objects)
+        c.minAreaChanged.connect(self.controller.set_min_area)
+        c.overlayVideoToggled.connect(self._toggle_overlay_video)
+        c.objectsFileToggled.connect(self._toggle_objects_file)
 
     def _open_menu(self) -> None:
         menu = QMenu(self)
@@ -472,6 +488,65 @@ class MainWindow(QMainWindow):
         self.save_action.blockSignals(True)
         self.save_action.setChecked(folder is not None)
         self.save_action.blockSignals(False)
+
+    def set_show_objects(self, enabled: bool) -> None:
+        """Draw the objects' boxes and track ids over the input frame (found from the next frame on)."""
+        enabled = bool(enabled)
+        self.boxes_action.blockSignals(True)
+        self.boxes_action.setChecked(enabled)
+        self.boxes_action.blockSignals(False)
+        self.controls.set_show_objects(enabled)
+        self.controller.set_show_objects(enabled)
+        self.views.set_show_objects(enabled)
+
+    def set_min_area(self, pixels: int) -> None:
+        """Drop foreground blobs smaller than ``pixels`` (as if typed in its widget)."""
+        self.controls.set_min_area(pixels)
+        self.controller.set_min_area(pixels)
+
+    #: File dialog of each recording: title, suggested name, filter.
+    _RECORDING_DIALOGS = {
+        "overlay": ("Record the overlay video (mask tinted, objects boxed) to", "overlay.mp4",
+                    "Videos (*.mp4 *.avi *.mkv)"),
+        "objects": ("Save every frame's objects to", "objects.jsonl", "Objects (*.jsonl *.csv)"),
+    }
+
+    def _toggle_recording(self, kind: str, enabled: bool) -> None:
+        path = None
+        if enabled:
+            title, name, filter_ = self._RECORDING_DIALOGS[kind]
+            path, _ = QFileDialog.getSaveFileName(self, title, os.path.join(self._last_dir(), name), filter_)
+            if not path:  # cancelled
+                self._on_output_changed(kind, None)
+                return
+        (self.set_overlay_video if kind == "overlay" else self.set_objects_file)(path)
+
+    def _toggle_overlay_video(self, enabled: bool) -> None:
+        self._toggle_recording("overlay", enabled)
+
+    def _toggle_objects_file(self, enabled: bool) -> None:
+        self._toggle_recording("objects", enabled)
+
+    def set_overlay_video(self, path: str | os.PathLike | None) -> None:
+        """Record the input with the mask tinted and the objects boxed into the video ``path``; None stops.
+
+        Through the pipeline's :class:`bgsub.pipeline.OverlayVideo` sink, from the
+        next frame on; the file appears under its name when the recording stops
+        (None here, another source, or closing the window).
+        """
+        self.controller.set_overlay_video(os.fspath(path) if path is not None else None)
+
+    def set_objects_file(self, path: str | os.PathLike | None) -> None:
+        """Save every frame's objects (track ids, boxes) to ``path`` (``.jsonl`` or ``.csv``); None stops."""
+        self.controller.set_objects_file(os.fspath(path) if path is not None else None)
+
+    def _on_output_changed(self, kind: str, path) -> None:
+        self.controls.set_output(kind, path)
+        action = {"masks": self.save_action, "overlay": self.overlay_video_action,
+                  "objects": self.objects_file_action}[kind]
+        action.blockSignals(True)
+        action.setChecked(path is not None)
+        action.blockSignals(False)
 
     # ------------------------------------------------------------------ worker signals
 

@@ -3,7 +3,9 @@
 A :class:`Session` owns one open :class:`bgsub.sources.FrameSource`, one
 subtractor built by :func:`bgsub.registry.create` and, when the source has CDnet
 ground truth, the running confusion counts and a streaming ROC curve. It turns
-one frame into one immutable :class:`FrameResult` that the views draw. The Qt
+one frame into one immutable :class:`FrameResult` that the views draw. Frames go
+through one :class:`bgsub.pipeline.Pipeline`, whose sinks also save what the user
+asks for while it runs: masks, an overlay video, the objects file. The Qt
 worker (:mod:`gui.worker`) drives it from its own thread; tests drive it directly.
 """
 
@@ -21,7 +23,7 @@ import numpy as np
 
 from bgsub import registry
 from bgsub.metrics import ConfusionCounts
-from bgsub.pipeline import MaskFiles, Pipeline, Region, Scores
+from bgsub.pipeline import DetectedObject, MaskFiles, ObjectsFile, OverlayVideo, Pipeline, Region, Scores, Sink
 from bgsub.sources import SourceError, open_source
 
 __all__ = [
@@ -201,6 +203,9 @@ class FrameResult:
     roc : RocSnapshot or None
         The ROC curve so far; None until scored pixels of both classes (motion
         and background) were seen.
+    objects : tuple of DetectedObject or None
+        The foreground objects (boxes, track ids), when objects are shown,
+        recorded or ``min_area`` is set; None otherwise.
     """
 
     index: int
@@ -219,6 +224,7 @@ class FrameResult:
     metrics: dict | None
     scored_frames: int
     roc: RocSnapshot | None
+    objects: tuple[DetectedObject, ...] | None = None
 
 
 class LatestFrameReader:
@@ -367,7 +373,9 @@ class Session:
         self.info: SourceInfo | None = None
         self._frames: Iterator | None = None
         self._reader: LatestFrameReader | None = None
-        self._saver: MaskFiles | None = None
+        #: Sinks saving what the user asked for, by kind: "masks", "overlay", "objects".
+        self._outputs: dict[str, Sink] = {}
+        self._show_objects = False
         self.algo = algo or default_algorithm()
         self.params = registry.default_params(self.algo)
         self.params.update(registry.validate_params(self.algo, dict(params or {})))
@@ -389,6 +397,9 @@ class Session:
         source cannot be opened; the previous source is then already closed.
         """
         self.close()
+        # A recording belongs to one source: finish the overlay video and the objects file.
+        for kind in ("overlay", "objects"):
+            self._stop_output(kind)
         self.info = None
         if isinstance(spec, os.PathLike):
             spec = os.fspath(spec)
@@ -455,13 +466,13 @@ class Session:
         self._last_time: float | None = None
         self._scores = Scores(roc=True)
         self._pipeline = Pipeline(subtractor, region=Region(self._roi, self._scale), threshold=self.threshold,
-                                  min_area=self._min_area, keep_score=True, track=False, sinks=[self._scores])
+                                  min_area=self._min_area, keep_score=True, keep_objects=self._show_objects,
+                                  sinks=[self._scores])
         self._pipeline.sequence = getattr(self.source, "sequence", None)
-        self._set_saver(self._saver)
+        self._update_sinks()
 
-    def _set_saver(self, saver: MaskFiles | None) -> None:
-        self._saver = saver
-        self._pipeline.sinks = [self._scores] + ([saver] if saver is not None else [])
+    def _update_sinks(self) -> None:
+        self._pipeline.sinks = [self._scores, *self._outputs.values()]
 
     def _reset_counts(self) -> None:
         self._scores.reset_counts()
@@ -529,6 +540,28 @@ class Session:
         self._reset_counts()
 
     @property
+    def show_objects(self) -> bool:
+        """Whether every :class:`FrameResult` carries the frame's objects (for drawing boxes)."""
+        return self._show_objects
+
+    def set_show_objects(self, enabled: bool) -> None:
+        """Find the objects (boxes, track ids) of every frame from the next one on, or stop."""
+        self._show_objects = bool(enabled)
+        self._pipeline.keep_objects = self._show_objects
+
+    @property
+    def min_area(self) -> int:
+        """Foreground blobs smaller than this many pixels are dropped (0: none)."""
+        return self._min_area
+
+    def set_min_area(self, pixels: int) -> None:
+        """Drop foreground blobs smaller than ``pixels`` from the next frame on (the model is kept)."""
+        if isinstance(pixels, bool) or int(pixels) != pixels or pixels < 0:
+            raise ValueError(f"min area must be a whole number >= 0, got {pixels!r}")
+        self._min_area = int(pixels)
+        self._pipeline.min_area = self._min_area
+
+    @property
     def score_range(self) -> tuple[float, float]:
         """``(low, high)`` of the subtractor's score map."""
         lo, hi = getattr(self.subtractor, "score_range", (-1.0, 1.0))
@@ -536,19 +569,63 @@ class Session:
 
     # ------------------------------------------------------------------ saving
 
+    def _stop_output(self, kind: str) -> Sink | None:
+        """Finish (close) the ``kind`` output, if any, and return it."""
+        sink = self._outputs.pop(kind, None)
+        if sink is not None:
+            self._update_sinks()
+            sink.close()
+        return sink
+
+    def _start_output(self, kind: str, make: Callable[[], Sink] | None) -> Sink | None:
+        """Finish the ``kind`` output, then start ``make()`` (None: stop); returns the finished one."""
+        new = make() if make is not None else None  # a bad path raises before anything stops
+        old = self._stop_output(kind)
+        if new is not None:
+            self._outputs[kind] = new
+            self._update_sinks()
+        return old
+
     def set_save_folder(self, folder: str | os.PathLike | None) -> None:
         """Write every following mask into ``folder`` as ``bin%06d.png``; None stops."""
-        self._set_saver(MaskFiles(folder, replace=False) if folder is not None else None)
+        self._start_output("masks", (lambda: MaskFiles(folder, replace=False)) if folder is not None else None)
 
     @property
     def save_folder(self) -> Path | None:
         """The folder masks are written to, or None."""
-        return self._saver.folder if self._saver is not None else None
+        saver = self._outputs.get("masks")
+        return saver.folder if saver is not None else None
 
     @property
     def masks_saved(self) -> int:
         """Masks written into :attr:`save_folder` since it was set."""
-        return self._saver.count if self._saver is not None else 0
+        saver = self._outputs.get("masks")
+        return saver.count if saver is not None else 0
+
+    def set_overlay_video(self, path: str | os.PathLike | None) -> Sink | None:
+        """Record every following frame, mask tinted and objects boxed, into the video ``path``; None stops.
+
+        The video (``.mp4``, ``.avi``, ``.mkv``) appears under its name when the
+        recording stops (:meth:`finish_outputs`, another source, None here).
+        Returns the recording that was finished, if any (its ``path`` and ``count``).
+        """
+        fps = (self.info.fps if self.info is not None else None) or 25.0
+        return self._start_output("overlay", (lambda: OverlayVideo(path, fps)) if path is not None else None)
+
+    def set_objects_file(self, path: str | os.PathLike | None) -> Sink | None:
+        """Write every following frame's objects (track ids, boxes) to ``path`` (``.jsonl``/``.csv``); None stops.
+
+        Like :meth:`set_overlay_video`, the file appears when the recording stops.
+        """
+        return self._start_output("objects", (lambda: ObjectsFile(path)) if path is not None else None)
+
+    def output(self, kind: str) -> Sink | None:
+        """The running ``"masks"``, ``"overlay"`` or ``"objects"`` output (``path``/``folder``, ``count``), or None."""
+        return self._outputs.get(kind)
+
+    def finish_outputs(self) -> list[Sink]:
+        """Stop every output, finalising the videos and object files; returns them."""
+        return [sink for sink in (self._stop_output(kind) for kind in list(self._outputs)) if sink is not None]
 
     # ------------------------------------------------------------------ frames
 
@@ -626,4 +703,5 @@ class Session:
             metrics=scores.metrics(),
             scored_frames=scores.frames,
             roc=roc,
+            objects=tuple(out.objects) if out.objects is not None else None,
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import math
+from pathlib import Path
 from typing import Any
 
 import pyqtgraph as pg
@@ -203,6 +204,13 @@ class ControlPanel(QWidget):
     overlayToggled(bool)
     realtimeToggled(bool)
     saveToggled(bool)
+    objectsToggled(bool)
+        Draw the objects' boxes and track ids.
+    minAreaChanged(int)
+    overlayVideoToggled(bool)
+        Record the overlay video (the window asks where).
+    objectsFileToggled(bool)
+        Save the objects file (the window asks where).
     """
 
     algorithmChosen = Signal(str)
@@ -211,6 +219,14 @@ class ControlPanel(QWidget):
     overlayToggled = Signal(bool)
     realtimeToggled = Signal(bool)
     saveToggled = Signal(bool)
+    objectsToggled = Signal(bool)
+    minAreaChanged = Signal(int)
+    overlayVideoToggled = Signal(bool)
+    objectsFileToggled = Signal(bool)
+
+    #: Texts of the output check boxes when not recording.
+    OUTPUT_TEXTS = {"masks": "Save masks to a folder…", "overlay": "Record overlay video…",
+                    "objects": "Save objects (JSONL/CSV)…"}
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -265,11 +281,40 @@ class ControlPanel(QWidget):
         self.realtime_check.setToolTip("Off: process files as fast as possible. Cameras always run live.")
         self.realtime_check.toggled.connect(self.realtimeToggled)
         ml.addRow(self.realtime_check)
-        self.save_check = QCheckBox("Save masks to a folder…")
+        self.boxes_check = QCheckBox("Show objects (boxes, track ids)")
+        self.boxes_check.setObjectName("boxesCheck")
+        self.boxes_check.setToolTip("Draw each foreground blob's bounding box and track id over the input frame (B)")
+        self.boxes_check.toggled.connect(self.objectsToggled)
+        ml.addRow(self.boxes_check)
+        self.min_area_spin = pg.SpinBox(value=0, bounds=(0, _INT_LIMIT), int=True, step=1, minStep=1,
+                                        compactHeight=False)
+        self.min_area_spin.setObjectName("minAreaSpin")
+        self.min_area_spin.setToolTip("Drop foreground blobs smaller than this many pixels (0: keep all)")
+        self.min_area_spin.sigValueChanged.connect(lambda sb: self.minAreaChanged.emit(int(sb.value())))
+        ml.addRow("min area (pixels)", self.min_area_spin)
+        layout.addWidget(mask_box)
+
+        out_box = QGroupBox("Save while running")
+        ol = QVBoxLayout(out_box)
+        self.save_check = QCheckBox(self.OUTPUT_TEXTS["masks"])
         self.save_check.setObjectName("saveCheck")
         self.save_check.toggled.connect(self.saveToggled)
-        ml.addRow(self.save_check)
-        layout.addWidget(mask_box)
+        self.overlay_video_check = QCheckBox(self.OUTPUT_TEXTS["overlay"])
+        self.overlay_video_check.setObjectName("overlayVideoCheck")
+        self.overlay_video_check.setToolTip("The input with the mask tinted and the objects boxed, as a video; "
+                                            "the file appears when you stop")
+        self.overlay_video_check.toggled.connect(self.overlayVideoToggled)
+        self.objects_check = QCheckBox(self.OUTPUT_TEXTS["objects"])
+        self.objects_check.setObjectName("objectsCheck")
+        self.objects_check.setToolTip("Every object of every frame: frame, track id, box, area, centroid; "
+                                      "the file appears when you stop")
+        self.objects_check.toggled.connect(self.objectsFileToggled)
+        self._output_checks = {"masks": self.save_check, "overlay": self.overlay_video_check,
+                               "objects": self.objects_check}
+        self._output_tips = {kind: box.toolTip() for kind, box in self._output_checks.items()}
+        for box in self._output_checks.values():
+            ol.addWidget(box)
+        layout.addWidget(out_box)
 
         algo_box = QGroupBox("Algorithm")
         al = QVBoxLayout(algo_box)
@@ -335,10 +380,27 @@ class ControlPanel(QWidget):
         self.play_button.blockSignals(False)
 
     def set_saving(self, folder: str | None) -> None:
-        self.save_check.blockSignals(True)
-        self.save_check.setChecked(folder is not None)
-        self.save_check.setText(f"Saving masks to {folder}" if folder else "Save masks to a folder…")
-        self.save_check.blockSignals(False)
+        self.set_output("masks", folder)
+
+    def set_output(self, kind: str, path: str | None) -> None:
+        """Show whether the ``"masks"``, ``"overlay"`` or ``"objects"`` output runs, and where to, without emitting."""
+        box = self._output_checks[kind]
+        box.blockSignals(True)
+        box.setChecked(path is not None)
+        verb = {"masks": "Saving masks to", "overlay": "Recording overlay to", "objects": "Saving objects to"}[kind]
+        box.setText(f"{verb} {Path(path).name}" if path else self.OUTPUT_TEXTS[kind])
+        box.setToolTip(str(path) if path else self._output_tips[kind])
+        box.blockSignals(False)
+
+    def set_show_objects(self, enabled: bool) -> None:
+        self.boxes_check.blockSignals(True)
+        self.boxes_check.setChecked(bool(enabled))
+        self.boxes_check.blockSignals(False)
+
+    def set_min_area(self, pixels: int) -> None:
+        self.min_area_spin.blockSignals(True)
+        self.min_area_spin.setValue(int(pixels), delaySignal=False)
+        self.min_area_spin.blockSignals(False)
 
 
 def _finite(x: Any) -> bool:

@@ -4,16 +4,18 @@ The three views share one zoom and pan (their view boxes are linked), so a
 pixel sits at the same place in each. The score map has a diverging colour map
 centred on 0 (the subtractor's decision) and a level control (a histogram with
 draggable levels): the levels follow the scores (symmetric, 99th percentile of
-``|score|``) until the user moves them. All images are row-major ``(H, W[, 3])``
-arrays, as OpenCV gives them.
+``|score|``) until the user moves them. The input view can show the objects
+(bounding boxes with their track ids) that the pipeline found. All images are
+row-major ``(H, W[, 3])`` arrays, as OpenCV gives them.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QVBoxLayout, QWidget
+from PySide6.QtCore import QRectF, Signal
+from PySide6.QtGui import QPainterPath
+from PySide6.QtWidgets import QGraphicsPathItem, QVBoxLayout, QWidget
 
 from gui.model import FrameResult
 
@@ -24,6 +26,10 @@ SCORE_COLORMAP = "CET-D1"
 #: Colour of the mask drawn over the frame (RGB) and its opacity.
 OVERLAY_RGB = (255, 40, 40)
 OVERLAY_ALPHA = 0.5
+#: Colour of the objects' boxes and track ids (RGB).
+BOX_RGB = (40, 230, 60)
+#: At most this many track ids are written (the largest objects'); every box is drawn.
+MAX_LABELS = 40
 
 
 def overlay_mask(rgb: np.ndarray, mask: np.ndarray, color=OVERLAY_RGB, alpha: float = OVERLAY_ALPHA) -> np.ndarray:
@@ -86,6 +92,7 @@ class FrameViews(QWidget):
         self._levels_range: tuple[float, float] | None = None
         self._auto_levels = True
         self._setting_levels = False
+        self._boxes_shown = 0
 
         self.canvas = pg.GraphicsLayoutWidget()
         self.canvas.setBackground("w")
@@ -100,6 +107,14 @@ class FrameViews(QWidget):
         self.mask_item = pg.ImageItem(axisOrder="row-major")
         self.score_item = pg.ImageItem(axisOrder="row-major")
         self.frame_box.addItem(self.frame_item)
+        self._show_objects = False
+        self.boxes_item = QGraphicsPathItem()
+        pen = pg.mkPen(BOX_RGB, width=2)
+        pen.setCosmetic(True)  # the same width at any zoom
+        self.boxes_item.setPen(pen)
+        self.boxes_item.setZValue(10)
+        self.frame_box.addItem(self.boxes_item)
+        self._labels: list[pg.TextItem] = []
         self.mask_box.addItem(self.mask_item)
         self.score_box.addItem(self.score_item)
 
@@ -131,6 +146,49 @@ class FrameViews(QWidget):
         if self._last is not None:
             self._draw_frame(self._last)
 
+    @property
+    def show_objects(self) -> bool:
+        """Whether the objects' boxes and track ids are drawn over the input frame."""
+        return self._show_objects
+
+    def set_show_objects(self, enabled: bool) -> None:
+        self._show_objects = bool(enabled)
+        self._draw_objects(self._last)
+
+    @property
+    def boxes_shown(self) -> int:
+        """Boxes drawn now."""
+        return self._boxes_shown if self._show_objects else 0
+
+    def labels_shown(self) -> list[str]:
+        """The track ids written now, largest object first."""
+        return [t.textItem.toPlainText() for t in self._labels if t.isVisible()]
+
+    def _draw_objects(self, result: FrameResult | None) -> None:
+        objects = result.objects if (result is not None and self._show_objects) else None
+        path = QPainterPath()
+        for o in objects or ():
+            path.addRect(QRectF(o.x, o.y, o.width, o.height))
+        self.boxes_item.setPath(path)
+        self._boxes_shown = len(objects or ())
+        labelled = [o for o in (objects or ()) if o.track][:MAX_LABELS]
+        while len(self._labels) < len(labelled):
+            label = pg.TextItem("", color=BOX_RGB, anchor=(0, 1), fill=pg.mkBrush(0, 0, 0, 150))
+            font = label.textItem.font()
+            font.setBold(True)
+            label.setFont(font)
+            label.setZValue(11)
+            self.frame_box.addItem(label)
+            self._labels.append(label)
+        for i, label in enumerate(self._labels):
+            if i < len(labelled):
+                o = labelled[i]
+                label.setText(str(o.track))
+                label.setPos(o.x, o.y)
+                label.show()
+            else:
+                label.hide()
+
     def clear(self) -> None:
         """Forget the images (a new source or a new model); levels follow the scores again."""
         self._last = None
@@ -140,6 +198,7 @@ class FrameViews(QWidget):
             self.autoLevelsChanged.emit(True)
         for item in (self.frame_item, self.mask_item, self.score_item):
             item.clear()
+        self._draw_objects(None)
 
     def show_result(self, result: FrameResult) -> None:
         """Draw one processed frame in the three views."""
@@ -165,6 +224,7 @@ class FrameViews(QWidget):
         if self._overlay:
             rgb = overlay_mask(rgb, result.mask)
         self.frame_item.setImage(np.ascontiguousarray(rgb), autoLevels=False, levels=(0, 255))
+        self._draw_objects(result)
 
     def set_score_range(self, lo: float, hi: float) -> None:
         """Show the histogram over ``[lo, hi]`` before any score map arrives."""

@@ -78,6 +78,8 @@ class SessionWorker(QObject):
         Playback paused after the frame limit (frames processed).
     modelLoaded(str, object)
         A saved model was loaded: its algorithm and parameters.
+    outputChanged(str, object)
+        An output (``"masks"``, ``"overlay"``, ``"objects"``) started (its path) or stopped (None).
     """
 
     resultReady = Signal()
@@ -91,6 +93,7 @@ class SessionWorker(QObject):
     info = Signal(str)
     frameLimitReached = Signal(int)
     modelLoaded = Signal(str, object)
+    outputChanged = Signal(str, object)
 
     def __init__(self, session: Session) -> None:
         super().__init__()
@@ -166,6 +169,7 @@ class SessionWorker(QObject):
     @Slot(object)
     def open_source(self, spec: Any) -> None:
         self.pause()
+        self._finish_outputs()  # a recording belongs to one source
         try:
             info = self.session.open(spec)
         except Exception as exc:  # reported in the window, never a crash
@@ -260,11 +264,55 @@ class SessionWorker(QObject):
             self.session.set_save_folder(folder)
         except Exception as exc:
             self.error.emit(_user_message(exc))
+            self.outputChanged.emit("masks", self.session.save_folder)
             return
         if folder is None:
             self.info.emit("stopped saving masks")
         else:
             self.info.emit(f"saving masks to {self.session.save_folder} as bin%06d.png")
+        self.outputChanged.emit("masks", None if folder is None else str(self.session.save_folder))
+
+    @Slot(str, object)
+    def set_recording(self, kind: str, path: Any) -> None:
+        """Start (``path``) or stop (None) the ``"overlay"`` video or the ``"objects"`` file."""
+        setter = {"overlay": self.session.set_overlay_video, "objects": self.session.set_objects_file}[kind]
+        try:
+            finished = setter(path)
+        except Exception as exc:
+            self.error.emit(f"cannot save {'the overlay video' if kind == 'overlay' else 'the objects'}: "
+                            f"{_user_message(exc)}")
+            running = self.session.output(kind)
+            self.outputChanged.emit(kind, str(running.path) if running is not None else None)
+            return
+        if finished is not None:
+            self._say_finished(kind, finished)
+        if path is not None:
+            self.info.emit(f"recording the {'overlay video' if kind == 'overlay' else 'objects'} to {path} "
+                           "(the file appears when you stop)")
+        self.outputChanged.emit(kind, None if path is None else str(path))
+
+    def _say_finished(self, kind: str, sink) -> None:
+        what = f"overlay video {sink.path} ({sink.count} frames)" if kind == "overlay" else \
+            f"objects {sink.path} ({sink.count} rows)"
+        self.info.emit(f"saved {what}")
+
+    def _finish_outputs(self) -> None:
+        """Stop the overlay video and the objects file (a new source, or closing), saying where they went."""
+        for kind in ("overlay", "objects"):
+            if self.session.output(kind) is not None:
+                self.set_recording(kind, None)
+
+    @Slot(bool)
+    def set_show_objects(self, enabled: bool) -> None:
+        """Find (and so draw) every frame's objects from the next frame on."""
+        self.session.set_show_objects(enabled)
+
+    @Slot(int)
+    def set_min_area(self, pixels: int) -> None:
+        try:
+            self.session.set_min_area(pixels)
+        except Exception as exc:
+            self.error.emit(_user_message(exc))
 
     @Slot(object)
     def set_frame_limit(self, limit: Any) -> None:
@@ -312,6 +360,7 @@ class SessionWorker(QObject):
             self._timer.timeout.disconnect(self._tick)
             self._timer.deleteLater()
             self._timer = None
+        self._finish_outputs()
         try:
             self.session.close()
         except Exception:
@@ -395,6 +444,9 @@ class SessionController(QObject):
     _param = Signal(str, object)
     _threshold = Signal(float)
     _save_folder = Signal(object)
+    _recording = Signal(str, object)
+    _show_objects = Signal(bool)
+    _min_area = Signal(int)
     _frame_limit = Signal(object)
     _realtime = Signal(bool)
     _save_model = Signal(str)
@@ -418,6 +470,9 @@ class SessionController(QObject):
             (self._param, self.worker.set_param),
             (self._threshold, self.worker.set_threshold),
             (self._save_folder, self.worker.set_save_folder),
+            (self._recording, self.worker.set_recording),
+            (self._show_objects, self.worker.set_show_objects),
+            (self._min_area, self.worker.set_min_area),
             (self._frame_limit, self.worker.set_frame_limit),
             (self._realtime, self.worker.set_realtime),
             (self._save_model, self.worker.save_model),
@@ -458,6 +513,18 @@ class SessionController(QObject):
 
     def set_save_folder(self, folder: Any) -> None:
         self._save_folder.emit(folder)
+
+    def set_overlay_video(self, path: str | None) -> None:
+        self._recording.emit("overlay", path)
+
+    def set_objects_file(self, path: str | None) -> None:
+        self._recording.emit("objects", path)
+
+    def set_show_objects(self, enabled: bool) -> None:
+        self._show_objects.emit(bool(enabled))
+
+    def set_min_area(self, pixels: int) -> None:
+        self._min_area.emit(int(pixels))
 
     def set_frame_limit(self, limit: int | None) -> None:
         self._frame_limit.emit(limit)

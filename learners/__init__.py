@@ -37,6 +37,10 @@ _EXPORTS = {
     "LSSVM": "learners.baselines",
     "Perceptron": "learners.baselines",
     "Projectron": "learners.baselines",
+    "WeightedMajority": "learners.weighted_majority",
+    "OnlineGaussianMixture": "learners.mixture",
+    "OnlineBernoulliMixture": "learners.mixture",
+    "KernelRuleClassifier": "learners.kernel_rule",
 }
 
 __all__ = list(_EXPORTS)

@@ -14,10 +14,20 @@ GAUSSIAN_LUT   Gaussian read from a table indexed    1
                by the integer squared distance
                (integer-valued inputs such as
                uint8 pixels)
+CAUCHY         ``1 / (1 + ||u||^(D + 1))``,          1
+               ``u = (x - y) / width``, D = len(x)
+EPANECHNIKOV   ``max(0, 1 - ||u||^2)``,              1
+               ``u = (x - y) / width``
 =============  ====================================  ======================
 
 The Gaussian follows the OLK paper (``exp(-||x-y||^2/p^2)``); SVMD's
 ``exp(-||x-y||^2/(2 sigma^2))`` is ``width = sqrt(2) * sigma``.
+
+Cauchy and Epanechnikov are the lecture's smoothing kernels for the kernel rule
+(seed 002). Neither is positive definite in every dimension (Epanechnikov is not
+in general; ``1/(1 + r^a)`` is only for ``a <= 2``, i.e. ``D = 1``): the kernel
+machines accept them, but their convergence theory assumes a positive-definite
+kernel.
 
 This module imports only numpy and numba.
 """
@@ -32,12 +42,15 @@ LAPLACIAN = 1
 POLYNOMIAL = 2
 LINEAR = 3
 GAUSSIAN_LUT = 4
+CAUCHY = 5
+EPANECHNIKOV = 6
 
 #: Kernel names accepted by the estimators, mapped to their ids.
-KERNELS = {"gaussian": GAUSSIAN, "laplacian": LAPLACIAN, "polynomial": POLYNOMIAL, "linear": LINEAR}
+KERNELS = {"gaussian": GAUSSIAN, "laplacian": LAPLACIAN, "polynomial": POLYNOMIAL, "linear": LINEAR,
+           "cauchy": CAUCHY, "epanechnikov": EPANECHNIKOV}
 
 #: Kernels with k(x, x) = 1 for every x.
-NORMALISED = (GAUSSIAN, LAPLACIAN, GAUSSIAN_LUT)
+NORMALISED = (GAUSSIAN, LAPLACIAN, GAUSSIAN_LUT, CAUCHY, EPANECHNIKOV)
 
 
 @njit(cache=True, fastmath=True)
@@ -75,10 +88,11 @@ def kernel_value(kind, x, y, width, degree, coef0, lut):
     Parameters
     ----------
     kind : int
-        Kernel id (GAUSSIAN, LAPLACIAN, POLYNOMIAL, LINEAR, GAUSSIAN_LUT).
+        Kernel id (GAUSSIAN, LAPLACIAN, POLYNOMIAL, LINEAR, GAUSSIAN_LUT, CAUCHY,
+        EPANECHNIKOV).
     x, y : 1-D arrays of equal length
     width : float
-        Length scale (> 0) for GAUSSIAN and LAPLACIAN.
+        Length scale (> 0) for GAUSSIAN, LAPLACIAN, CAUCHY and EPANECHNIKOV.
     degree, coef0 : float
         POLYNOMIAL parameters.
     lut : 1-D float array
@@ -95,13 +109,19 @@ def kernel_value(kind, x, y, width, degree, coef0, lut):
         return math.exp(-math.sqrt(squared_distance(x, y)) / width)
     if kind == POLYNOMIAL:
         return (dot(x, y) + coef0) ** degree
+    if kind == CAUCHY:
+        u2 = squared_distance(x, y) / (width * width)
+        return 1.0 / (1.0 + u2 ** (0.5 * (x.shape[0] + 1)))
+    if kind == EPANECHNIKOV:
+        u2 = squared_distance(x, y) / (width * width)
+        return 1.0 - u2 if u2 < 1.0 else 0.0
     return dot(x, y)
 
 
 @njit(cache=True, fastmath=True)
 def self_kernel(kind, x, width, degree, coef0, lut):
     """``k(x, x)``: 1 for the normalised kernels, computed otherwise."""
-    if kind == GAUSSIAN or kind == LAPLACIAN or kind == GAUSSIAN_LUT:
+    if kind == GAUSSIAN or kind == LAPLACIAN or kind == GAUSSIAN_LUT or kind == CAUCHY or kind == EPANECHNIKOV:
         return 1.0
     return kernel_value(kind, x, x, width, degree, coef0, lut)
 

@@ -39,6 +39,10 @@ from learners.kernels import self_kernel
 RHO_PAPER = 0  # eq. 69: rho follows eq. 68 only when nu < a < C
 RHO_PRIMAL = 1  # eq. 68: rho = max(0, f_{t+1}(x_{t+1}) - 1) every step
 RHO_RULES = {"paper": RHO_PAPER, "primal": RHO_PRIMAL}
+#: per-pixel nu-trick offset (:func:`olk_n_quantile_rho`), applied by the caller at every
+#: observation; :func:`olk_n_rho` leaves rho unchanged under it. Not one of the
+#: estimator's ``RHO_RULES``: it needs its own step size and bounds.
+RHO_QUANTILE = 2
 
 # NORMA regression losses
 LOSS_SQUARED = 0
@@ -141,9 +145,33 @@ def olk_n_rho(f_next, a, nu, C, rho, rule):
     ``f_next = 1`` exactly (up to rounding), so under the paper rule rho stays at
     its initial value 0 unless the budget evicts a term.
     """
+    if rule == RHO_QUANTILE:
+        return rho
     if rule == RHO_PRIMAL or (a > nu and a < C):
         v = f_next - 1.0
         return v if v > 0.0 else 0.0
+    return rho
+
+
+@njit(cache=True)
+def olk_n_quantile_rho(f, rho, eta, nu, lo, hi):
+    """OLK_N offset by the nu-trick, one observation ``f = f_t(x)`` at a time.
+
+    The novelty score is ``1 + rho - f``. As nu-NORMA's offset (Kivinen et al.
+    2004, eq. 16) ``rho`` follows a quantile: a novel observation
+    (``f < 1 + rho``) lowers it by ``eta (1 - nu)``, any other raises it by
+    ``eta nu``, so in equilibrium a fraction ``nu`` of the observations is novel.
+    ``rho`` is kept in ``[lo, hi]`` (``lo > -1`` keeps a value no past sample
+    explains, ``f = 0``, novel). Returns the new ``rho``.
+    """
+    if f < 1.0 + rho:
+        rho -= eta * (1.0 - nu)
+    else:
+        rho += eta * nu
+    if rho < lo:
+        return lo
+    if rho > hi:
+        return hi
     return rho
 
 

@@ -7,7 +7,11 @@ as one task on a Dask cluster (:mod:`bgsub.cluster`), into its own folder under
 ``OUT_DIR`` that mirrors the input tree: ``IN_DIR/a/b/clip.mp4`` ->
 ``OUT_DIR/a/b/clip/bin%06d.png``, ``IN_DIR/cat/seq/`` (CDnet) ->
 ``OUT_DIR/cat/seq/bin%06d.png``; names that would clash get the video's
-extension (:func:`bgsub.jobs.plan_jobs`).
+extension (:func:`bgsub.jobs.plan_jobs`). Each input goes through the same
+:class:`bgsub.pipeline.Pipeline` as ``bgsub run``: ``--roi``, ``--scale`` and
+``--min-area`` apply to every input, and each output folder can also hold
+``masks.EXT`` (``--mask-video``), ``overlay.EXT`` (``--overlay``) and
+``objects.jsonl``/``.csv`` (``--objects``) (:class:`JobOptions`).
 
 An ``OUT_DIR`` that is, contains, or lies inside an input is refused before
 anything is written (:func:`bgsub.jobs.check_output_location`), and one batch at
@@ -42,11 +46,18 @@ import signal
 import sys
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bgsub.cdnet import is_cdnet_sequence
-from bgsub.commands._common import add_algorithm_arguments, error
+from bgsub.commands._common import (
+    add_algorithm_arguments,
+    add_frame_arguments,
+    build_region,
+    check_positive,
+    error,
+)
 from bgsub.jobs import (
     RESULT_FILE,
     Job,
@@ -74,7 +85,8 @@ from bgsub.writers import (
     write_json_atomic,
 )
 
-__all__ = ["Job", "find_inputs", "plan_jobs", "is_finished", "process_job", "run_batch", "add_arguments", "main"]
+__all__ = ["Job", "JobOptions", "find_inputs", "plan_jobs", "is_finished", "process_job", "run_batch", "add_arguments",
+           "main"]
 
 MANIFEST_FILE = "manifest.json"
 #: Progress messages from the workers are sent every this many frames.
@@ -195,27 +207,99 @@ class _Failed(Exception):
     pass
 
 
-def process_frames(source, subtractor, folder: Path, mask_video: str | None, on_frame):
-    """One input's frames through the pipeline into ``folder`` (masks, optional ``masks.EXT`` video).
+#: Names of the optional per-input outputs inside each output folder (the suffix follows).
+MASK_VIDEO_NAME, OVERLAY_NAME, OBJECTS_NAME = "masks", "overlay", "objects"
+#: Every setting a job's output depends on besides its source (resume compares them).
+SETTINGS_KEYS = ("algo", "params", "mask_video", "max_frames", "roi", "scale", "min_area", "objects", "overlay")
+
+
+def roi_id(roi) -> str | None:
+    """``WxH sha256:...`` of a region-of-interest mask (None for none): what resume compares."""
+    if roi is None:
+        return None
+    import hashlib
+
+    import numpy as np
+
+    roi = np.asarray(roi, dtype=bool)
+    digest = hashlib.sha256(repr(roi.shape).encode() + np.packbits(roi).tobytes()).hexdigest()
+    return f"{roi.shape[1]}x{roi.shape[0]} sha256:{digest[:16]}"
+
+
+@dataclass(frozen=True, eq=False)
+class JobOptions:
+    """How every input of a batch is processed and what it makes besides its masks.
+
+    Attributes
+    ----------
+    mask_video, overlay : str or None
+        Suffix (``.mp4``, ``.avi``, ``.mkv``) of ``masks.EXT`` / ``overlay.EXT``
+        (the input with the mask tinted and the objects boxed) in each output folder.
+    objects : str or None
+        ``.jsonl`` or ``.csv``: ``objects.EXT`` with every object of every frame and its track id.
+    max_frames : int or None
+        At most this many frames per input.
+    roi : ndarray of bool, shape (H, W), or None
+        Process only these pixels (every input must have this frame size).
+    scale : float
+        Processing resolution relative to the input, in (0, 1].
+    min_area : int
+        Drop foreground blobs smaller than this many pixels.
+    """
+
+    mask_video: str | None = None
+    overlay: str | None = None
+    objects: str | None = None
+    max_frames: int | None = None
+    roi: Any = None
+    scale: float = 1.0
+    min_area: int = 0
+
+    def settings(self, algo: str, params: dict) -> dict:
+        """What a job's output depends on besides its source (recorded in ``result.json``; resume compares it).
+
+        The options added after the first version (``roi``, ``scale``,
+        ``min_area``, ``objects``, ``overlay``) are recorded only when used, so
+        that the results of earlier versions, which had none of them, still resume.
+        """
+        settings = {"algo": algo, "params": params, "mask_video": self.mask_video, "max_frames": self.max_frames}
+        extra = {"roi": roi_id(self.roi), "scale": None if self.scale == 1.0 else float(self.scale),
+                 "min_area": self.min_area or None, "objects": self.objects, "overlay": self.overlay}
+        settings.update({k: v for k, v in extra.items() if v is not None})
+        return settings
+
+
+def process_frames(source, subtractor, folder: Path, options: JobOptions, on_frame):
+    """One input's frames through the pipeline into ``folder``: masks and the optional outputs.
 
     The folder is the job's temporary one (renamed into place as a whole), so
     the masks are written without a rename each. Stops when the batch is told to.
+
+    Returns
+    -------
+    result : bgsub.pipeline.PipelineResult
+    outputs : dict
+        The optional sinks by name (``mask_video``, ``overlay``, ``objects``).
     """
-    from bgsub.pipeline import Callback, MaskFiles, MaskVideo, Pipeline, Scores
+    from bgsub.pipeline import Callback, MaskFiles, MaskVideo, ObjectsFile, OverlayVideo, Pipeline, Region, Scores
 
-    sinks = [MaskFiles(folder, replace=False, atomic=False), Scores(roc=False), Callback(on_frame)]
-    if mask_video:
-        sinks.append(MaskVideo(folder / f"masks{mask_video}", source.fps or 25.0))
-    return Pipeline(subtractor, sinks=sinks).run(source, should_stop=_stop_requested, catch_interrupt=False)
+    fps = source.fps or 25.0
+    outputs: dict[str, Any] = {}
+    if options.mask_video:
+        outputs["mask_video"] = MaskVideo(folder / f"{MASK_VIDEO_NAME}{options.mask_video}", fps)
+    if options.overlay:
+        outputs["overlay"] = OverlayVideo(folder / f"{OVERLAY_NAME}{options.overlay}", fps)
+    if options.objects:
+        outputs["objects"] = ObjectsFile(folder / f"{OBJECTS_NAME}{options.objects}")
+    sinks = [MaskFiles(folder, replace=False, atomic=False), Scores(roc=False), Callback(on_frame),
+             *outputs.values()]
+    pipeline = Pipeline(subtractor, region=Region(options.roi, options.scale), min_area=options.min_area,
+                        sinks=sinks)
+    return pipeline.run(source, should_stop=_stop_requested, catch_interrupt=False), outputs
 
 
-def job_settings(algo: str, params: dict, mask_video: str | None, max_frames: int | None) -> dict:
-    """What a job's output depends on besides its source (recorded; resume compares it)."""
-    return {"algo": algo, "params": params, "mask_video": mask_video, "max_frames": max_frames}
-
-
-def process_job(job: Job, algo: str, params: dict, mask_video: str | None = None,
-                max_frames: int | None = None, threads: int | None = None) -> dict:
+def process_job(job: Job, algo: str, params: dict, options: JobOptions | None = None,
+                threads: int | None = None) -> dict:
     """Process one input into its output folder; the worker's entry point (process pool or Dask).
 
     Returns the result record (``status`` ``done``, ``failed`` or
@@ -226,6 +310,7 @@ def process_job(job: Job, algo: str, params: dict, mask_video: str | None = None
     """
     from bgsub.registry import create
 
+    options = options if options is not None else JobOptions()
     if threads:
         limit_threads(threads)
 
@@ -240,7 +325,7 @@ def process_job(job: Job, algo: str, params: dict, mask_video: str | None = None
         "worker_pid": os.getpid(),
         "job_id": job.job_id,
         "threads": current_threads(),
-        "settings": job_settings(algo, params, mask_video, max_frames),
+        "settings": options.settings(algo, params),
     }
     final = Path(job.output)
     earlier = read_result(final)
@@ -262,13 +347,13 @@ def process_job(job: Job, algo: str, params: dict, mask_video: str | None = None
     try:
         try:
             record["source_id"] = source_fingerprint(job.source, job.kind)
-            source = open_source(job.source, max_frames=max_frames)
+            source = open_source(job.source, max_frames=options.max_frames)
         except (SourceError, OSError) as exc:
             raise _Failed(str(exc)) from None
         with source:
             if q is not None:
                 q.put(("start", job.key, source.frame_count))
-            result = process_frames(source, create(algo, **params), tmp, mask_video, on_frame)
+            result, outputs = process_frames(source, create(algo, **params), tmp, options, on_frame)
             if result.interrupted:
                 raise _Interrupted()
             if result.error is not None:
@@ -290,7 +375,8 @@ def process_job(job: Job, algo: str, params: dict, mask_video: str | None = None
             warnings=result.warnings,
             metrics=result.metrics,
             scored_frames=result.scored_frames,
-            mask_video=str(final / f"masks{mask_video}") if mask_video else None,
+            **{name: str(final / sink.path.name) for name, sink in outputs.items()},
+            **({"objects_count": outputs["objects"].count} if "objects" in outputs else {}),
             finished=utc_now(),
         )
         # The marker goes in last, then the folder is renamed into place.
@@ -342,6 +428,11 @@ def run_batch(
     pattern: str | None = None,
     mask_video: str | None = None,
     max_frames: int | None = None,
+    overlay: str | None = None,
+    objects: str | None = None,
+    roi=None,
+    scale: float = 1.0,
+    min_area: int = 0,
     overwrite: bool = False,
     progress: bool = True,
     log=None,
@@ -360,6 +451,8 @@ def run_batch(
         :class:`distributed.LocalCluster` of N worker processes on 127.0.0.1.
     security : distributed.Security, optional
         TLS settings for the connection to the scheduler.
+    mask_video, overlay, objects, max_frames, roi, scale, min_area
+        See :class:`JobOptions`; each is part of the settings that resume compares.
 
     Returns
     -------
@@ -377,6 +470,8 @@ def run_batch(
     """
     log = log if log is not None else sys.stderr
     in_dir, out_dir = Path(in_dir), Path(out_dir)
+    options = JobOptions(mask_video=mask_video, overlay=overlay, objects=objects, max_frames=max_frames, roi=roi,
+                         scale=float(scale), min_area=int(min_area))
     if not in_dir.is_dir():
         raise ConfigError(f"{in_dir} is not a folder" if in_dir.exists() else f"{in_dir} does not exist")
     if out_dir.exists() and not out_dir.is_dir():
@@ -406,23 +501,23 @@ def run_batch(
     try:
         return _run_locked(jobs, in_dir, out_dir, run_id, algo=algo, params=params, workers=workers,
                            threads=threads, scheduler=scheduler, security=security, pattern=pattern,
-                           mask_video=mask_video, max_frames=max_frames, overwrite=overwrite, progress=progress,
-                           log=log)
+                           options=options, overwrite=overwrite, progress=progress, log=log)
     finally:
         lock.release()
 
 
 def _run_locked(jobs, in_dir, out_dir, run_id, *, algo, params, workers, threads, scheduler, security, pattern,
-                mask_video, max_frames, overwrite, progress, log) -> Manifest:
+                options, overwrite, progress, log) -> Manifest:
     try:
         manifest = Manifest.load(out_dir / MANIFEST_FILE)
     except ValueError as exc:
         raise ConfigError(f"{exc}; use another OUT_DIR") from None
-    settings = job_settings(algo, params, mask_video, max_frames)
+    settings = options.settings(algo, params)
     config = {**settings, "input": str(in_dir.resolve())}
     if manifest.config and not overwrite:
-        old = {k: manifest.config.get(k) for k in settings}
-        if json.loads(json.dumps(old)) != json.loads(json.dumps(settings)):
+        old = {k: manifest.config.get(k) for k in SETTINGS_KEYS}
+        new = {k: settings.get(k) for k in SETTINGS_KEYS}
+        if json.loads(json.dumps(old)) != json.loads(json.dumps(new)):
             raise ConfigError(
                 f"{out_dir} holds results made with other settings: {_differences(old, settings)}. "
                 "Use another OUT_DIR, or --overwrite to redo everything"
@@ -470,13 +565,12 @@ def _run_locked(jobs, in_dir, out_dir, run_id, *, algo, params, workers, threads
     interrupted = False
     t0 = time.perf_counter()
     if todo and scheduler:
-        job_args = (algo, params, mask_video, max_frames, threads)
+        job_args = (algo, params, options, threads)
         interrupted = cluster.run_jobs(scheduler, todo, process_job, job_args, manifest, security=security,
                                        progress=progress, log=log)
         run_record["workers"] = manifest.data.get("cluster_workers")
     elif todo:
-        interrupted = _run_pool(todo, manifest, algo, params, n_workers, n_threads, mask_video, max_frames,
-                                progress, log)
+        interrupted = _run_pool(todo, manifest, algo, params, n_workers, n_threads, options, progress, log)
     seconds = time.perf_counter() - t0
     frames = sum(int(manifest.items[j.key].get("frames") or 0) for j in todo
                  if manifest.items[j.key].get("status") == "done")
@@ -520,7 +614,9 @@ def _differences(old: dict, new: dict) -> str:
     def flat(cfg):
         out = {"algo": cfg.get("algo")}
         out.update(cfg.get("params") or {})
-        out.update({k: cfg.get(k) for k in ("mask_video", "max_frames")})
+        out.update({k: cfg.get(k) for k in SETTINGS_KEYS if k not in ("algo", "params")})
+        # unrecorded means the default
+        out.update({k: v for k, v in (("scale", 1.0), ("min_area", 0)) if out.get(k) is None})
         return out
 
     a, b = flat(old), flat(new)
@@ -542,7 +638,7 @@ def _pool_context():
     return mp.get_context("spawn")
 
 
-def _run_pool(todo, manifest, algo, params, n_workers, n_threads, mask_video, max_frames, progress, log) -> bool:
+def _run_pool(todo, manifest, algo, params, n_workers, n_threads, options, progress, log) -> bool:
     ctx = _pool_context()
     progress_queue = ctx.Queue()
     stop_event = ctx.Event()
@@ -551,7 +647,7 @@ def _run_pool(todo, manifest, algo, params, n_workers, n_threads, mask_video, ma
         from tqdm import tqdm
 
         bar = tqdm(total=None, unit="frame", desc=f"0/{len(todo)} videos", dynamic_ncols=True, file=log)
-    expected = {job.key: _estimate_frames(job, max_frames) for job in todo}
+    expected = {job.key: _estimate_frames(job, options.max_frames) for job in todo}
     processed: dict[str, int] = {}
     if bar is not None:
         bar.total = sum(expected.values())
@@ -585,7 +681,7 @@ def _run_pool(todo, manifest, algo, params, n_workers, n_threads, mask_video, ma
     futures = {}
     try:
         for job in todo:
-            futures[executor.submit(process_job, job, algo, params, mask_video, max_frames)] = job
+            futures[executor.submit(process_job, job, algo, params, options)] = job
         pending = set(futures)
         while pending:
             finished, pending = cf.wait(pending, timeout=0.2, return_when=cf.FIRST_COMPLETED)
@@ -652,6 +748,22 @@ def _run_pool(todo, manifest, algo, params, n_workers, n_threads, mask_video, ma
 # Command line
 # --------------------------------------------------------------------------
 
+VIDEO_SUFFIXES = (".mp4", ".avi", ".mkv")
+OBJECTS_SUFFIXES = (".jsonl", ".csv")
+
+
+def _suffix(option: str, choices: tuple[str, ...]):
+    """An argparse type: ``mkv`` or ``.mkv`` -> ``.mkv``, one of ``choices``."""
+    def parse(text: str) -> str:
+        value = "." + text.lower().lstrip(".")
+        if value not in choices:
+            raise argparse.ArgumentTypeError(
+                f"{option} takes one of {', '.join(c.lstrip('.') for c in choices)}, got {text!r}")
+        return value
+
+    return parse
+
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("in_dir", type=Path, metavar="IN_DIR", help="folder searched for videos and CDnet sequences")
@@ -669,8 +781,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pattern", default=None, metavar="GLOB",
                         help="only inputs whose name or relative path matches, e.g. '*.mp4' or 'baseline/*'")
     add_algorithm_arguments(parser)
-    parser.add_argument("--mask-video", default=None, choices=(".mp4", ".avi", ".mkv"),
-                        help="also write each input's masks as a video masks.EXT")
+    parser.add_argument("--mask-video", default=None, type=_suffix("--mask-video", VIDEO_SUFFIXES), metavar="EXT",
+                        help="also write each input's masks as a video masks.EXT (.mp4, .avi, or .mkv = lossless)")
+    parser.add_argument("--overlay", nargs="?", const=".mp4", default=None, metavar="EXT",
+                        type=_suffix("--overlay", VIDEO_SUFFIXES),
+                        help="also write each input with the mask tinted and the objects boxed as overlay.EXT "
+                             "(default .mp4; .avi, .mkv)")
+    parser.add_argument("--objects", nargs="?", const=".jsonl", default=None, metavar="FORMAT",
+                        type=_suffix("--objects", OBJECTS_SUFFIXES),
+                        help="also write each input's foreground objects (frame, track id, box, area, centroid) "
+                             "as objects.jsonl (default) or objects.csv")
+    add_frame_arguments(parser)
     parser.add_argument("--max-frames", type=int, default=None, metavar="N", help="at most N frames per input")
     parser.add_argument("--overwrite", action="store_true",
                         help="redo every input, also finished ones (needed to change settings on an OUT_DIR)")
@@ -684,6 +805,11 @@ def main(args: argparse.Namespace) -> int:
         return error("batch", f"--max-frames must be >= 1, got {args.max_frames}", 2)
     if args.threads is not None and args.threads < 1:
         return error("batch", f"--threads must be >= 1, got {args.threads}", 2)
+    try:
+        check_positive(args.min_area, "--min-area", 0)
+        region = build_region(args)
+    except ValueError as exc:
+        return error("batch", str(exc), 2)
     tls = (args.tls_ca_file, args.tls_cert, args.tls_key)
     if any(tls) and not args.scheduler:
         return error("batch", "--tls-ca-file, --tls-cert and --tls-key need --scheduler tls://HOST:PORT", 2)
@@ -701,7 +827,8 @@ def main(args: argparse.Namespace) -> int:
         manifest = run_batch(
             args.in_dir, args.out_dir, algo=algo, params=params, workers=args.workers, threads=args.threads,
             scheduler=args.scheduler, security=security, pattern=args.pattern, mask_video=args.mask_video,
-            max_frames=args.max_frames, overwrite=args.overwrite, progress=not args.quiet,
+            max_frames=args.max_frames, overlay=args.overlay, objects=args.objects, roi=region.roi,
+            scale=region.scale, min_area=args.min_area, overwrite=args.overwrite, progress=not args.quiet,
         )
     except ConfigError as exc:
         return error("batch", str(exc), 2)

@@ -49,6 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write CDnet submission masks DIR/<sequence>/bin%%06d.png (replacing earlier ones)")
     parser.add_argument("--max-frames", type=int, default=None, metavar="N",
                         help="process at most the first N frames of each sequence")
+    parser.add_argument("--augment", choices=("jitter", "illumination", "noise"), default=None,
+                        help="score a robustness variant of each sequence (bgsub.augment)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
@@ -139,8 +141,8 @@ def evaluate_sequence(source, subtractor, out_dir: Path | None = None,
 
 def evaluate(paths: list[Path], make_subtractor: Callable[[], Any], out: Path | None = None,
              max_frames: int | None = None, quiet: bool = True, region_factory=None,
-             min_area: int = 0) -> tuple[list[dict], dict, list[dict]]:
-    """Evaluate a fresh subtractor on each sequence.
+             min_area: int = 0, augment: str | None = None) -> tuple[list[dict], dict, list[dict]]:
+    """Evaluate a fresh subtractor on each sequence (or its ``augment`` variant, :mod:`bgsub.augment`).
 
     Returns
     -------
@@ -151,6 +153,8 @@ def evaluate(paths: list[Path], make_subtractor: Callable[[], Any], out: Path | 
     failed : list of dict
         ``{"name", "path", "error"}`` of each sequence that could not be scored to its end.
     """
+    from bgsub.augment import augment as augmented
+
     rows, failed = [], []
     for path in paths:
         name = _display_name(path, paths)
@@ -161,7 +165,7 @@ def evaluate(paths: list[Path], make_subtractor: Callable[[], Any], out: Path | 
                     print(f"\r{_name}: {done}/{total} frames", end="" if done != total else "\n",
                           file=sys.stderr, flush=True)
         try:
-            with open_source(path, max_frames=max_frames) as source:
+            with augmented(open_source(path, max_frames=max_frames), augment) as source:
                 if source.sequence is not None and not source.sequence.has_groundtruth:
                     print(f"warning: {path} has no groundtruth/ folder; it is processed but not scored",
                           file=sys.stderr)
@@ -215,7 +219,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         rows, mean, failed = evaluate(paths, lambda: bgsub.create(algo, **params), args.out, args.max_frames,
                                       quiet=args.quiet or args.json, min_area=args.min_area,
-                                      region_factory=lambda: common.build_region(args))
+                                      region_factory=lambda: common.build_region(args),
+                                      augment=getattr(args, "augment", None))
     except KeyboardInterrupt:
         return common.error("eval", "interrupted", 130)
     if args.json:

@@ -12,5 +12,6 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from bgsub.models.norma import NORMASubtractor, createNORMA  # noqa: F401,E402
 from bgsub.models.olkn import OLKNSubtractor, createOLKN  # noqa: F401,E402
+from bgsub.models.oem import OEMSubtractor, createOEM  # noqa: F401,E402
 
-__all__ = ["OLKNSubtractor", "createOLKN", "NORMASubtractor", "createNORMA"]
+__all__ = ["OLKNSubtractor", "createOLKN", "NORMASubtractor", "createNORMA", "OEMSubtractor", "createOEM"]

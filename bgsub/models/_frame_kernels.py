@@ -41,9 +41,9 @@ import numpy as np
 from numba import carray, njit, prange, types
 from numba.extending import intrinsic
 
-from learners.expansion import expansion_sum
+from learners.expansion import expansion_push, expansion_sum
 from learners.kernels import GAUSSIAN_LUT
-from learners.steps import norma_novelty_update, olk_n_update
+from learners.steps import RHO_QUANTILE, norma_novelty_update, olk_n_quantile_rho, olk_n_update
 
 #: Probabilities are compared with 24-bit hashes.
 PROB_ONE = 1 << 24
@@ -179,15 +179,91 @@ def background_image(samples, coef, ring, out):
                 out[i, j, c] = np.uint8(min(255.0, max(0.0, v + 0.5)))
 
 
+@njit(cache=True, inline="always")
+def _adaptive_prob(p_bg, adapt, rho, rho_lo):
+    """Per-pixel background update probability (SuBSENSE's adaptive T(x), driven by the offset).
+
+    A pixel whose quantile offset fell towards ``rho_lo`` (its values are often
+    novel: a dynamic background) learns more often:
+    ``p = p_bg + (1 - p_bg) * min(1, adapt * rho / rho_lo)``; ``adapt = 0`` or
+    ``rho >= 0`` leaves ``p_bg``.
+    """
+    if adapt <= 0.0 or rho >= 0.0 or rho_lo >= 0.0:
+        return p_bg
+    w = adapt * rho / rho_lo
+    if w > 1.0:
+        w = 1.0
+    return p_bg + np.int64((PROB_ONE - p_bg) * w)
+
+
+@njit(cache=True, inline="always")
+def _diffusion_source(nbr_mask, i, j, H, W, radius, p_diff, seed, frame_no, index):
+    """Flat index of the neighbour whose value pixel ``(i, j)`` learns this frame, or -1.
+
+    Neighbour diffusion (ViBe, SuBSENSE) in its pull form, so that every pixel
+    writes only its own state: with probability ``p_diff`` the pixel picks a
+    uniform neighbour in the ``(2 radius + 1)^2`` square (replicated border) and,
+    when ``nbr_mask`` classifies that neighbour background, learns its value.
+    Equivalent in distribution to a background pixel pushing its value into a
+    random neighbour's model. Two extra hashes of ``(seed, frame, pixel)``.
+    """
+    if p_diff <= 0 or radius <= 0:
+        return -1
+    if _hash24(seed + 7919, frame_no, index) >= p_diff:
+        return -1
+    side = 2 * radius + 1
+    k = _hash24(seed + 104729, frame_no, index) % (side * side - 1)
+    if k >= (side * side) // 2:
+        k += 1  # skip the centre
+    ii = min(max(i + k // side - radius, 0), H - 1)
+    jj = min(max(j + k % side - radius, 0), W - 1)
+    if nbr_mask[ii, jj] != 0:
+        return -1
+    return ii * W + jj
+
+
+@njit(cache=True, inline="always")
+def _olkn_learn_neighbour(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, r, nu, C, rho0, rho_rule,
+                          p_diff, radius, seed, frame_no):
+    """Neighbour diffusion for OLK_N: one step on a background neighbour's value, if drawn.
+
+    Returns ``(stepped, rho)``."""
+    q = _diffusion_source(nbr_mask, i, j, frame.shape[0], frame.shape[1], radius, p_diff, seed, frame_no, p)
+    if q < 0:
+        return False, rho0
+    xq = _vec(frame, fb, q, nc)
+    total, oldest = expansion_sum(xq, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+    a, new_rho = olk_n_update(xq, scale * total, scale * oldest, sv, cf, rg, scale, r, nu, C, rho0, rho_rule, 1.0, 0.0)
+    return True, new_rho
+
+
+@njit(cache=True, inline="always")
+def _norma_learn_neighbour(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, eta, lam, nu, rho0, p_diff,
+                           radius, seed, frame_no):
+    """Neighbour diffusion for nu-NORMA (see :func:`_olkn_learn_neighbour`). Returns ``(stepped, rho)``."""
+    q = _diffusion_source(nbr_mask, i, j, frame.shape[0], frame.shape[1], radius, p_diff, seed, frame_no, p)
+    if q < 0:
+        return False, rho0
+    xq = _vec(frame, fb, q, nc)
+    total, oldest = expansion_sum(xq, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+    alpha, new_rho = norma_novelty_update(xq, scale * total, sv, cf, rg, scale, eta, lam, nu, rho0, 0.0)
+    return True, new_rho
+
+
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, p_bg, p_fg, seed, frame_no,
-               score, mask, stepped):
+def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi,
+               adapt, p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask, stepped):
     """One OLK_N frame in one pass: score every pixel, then step the selected ones.
 
     Equivalent to :func:`score_frame` (``offset = 1``) followed by
     :func:`olkn_update_frame` with the raw mask, in a single parallel region (one
     thread wake-up per frame instead of two, each pixel's state read once).
-    ``stepped[i]`` receives the number of pixels of row ``i`` that stepped.
+    Under ``rho_rule == RHO_QUANTILE`` every pixel's offset moves by
+    :func:`learners.steps.olk_n_quantile_rho` at every frame. A pixel the policy
+    does not select may learn a neighbour's value instead (:func:`_diffusion_source`,
+    ``nbr_mask`` = the previous frame's raw mask). ``stepped[i]`` receives the
+    number of pixels of row ``i`` that stepped. ``adapt > 0`` raises the background
+    update probability of pixels whose offset dropped (:func:`_adaptive_prob`).
     """
     H = frame.shape[0]
     W = frame.shape[1]
@@ -212,17 +288,27 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
             fg = sc > 0.0
             score[i, j] = sc
             mask[i, j] = 255 if fg else 0
-            if _selected(fg, rg[1], B, p_bg, p_fg, seed, frame_no, p):
+            if rho_rule == RHO_QUANTILE:
+                rho0 = olk_n_quantile_rho(f, rho0, rho_eta, rho_nu, rho_lo, rho_hi)
+                rho[i, j] = rho0
+            if _selected(fg, rg[1], B, _adaptive_prob(p_bg, adapt, rho0, rho_lo), p_fg, seed, frame_no, p):
                 a, new_rho = olk_n_update(x, f, scale * oldest, sv, cf, rg, scale, r, nu, C, rho0, rho_rule, 1.0, 0.0)
                 rho[i, j] = new_rho
                 n += 1
+            else:
+                done, new_rho = _olkn_learn_neighbour(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, r, nu,
+                                                      C, rho0, rho_rule, p_diff, radius, seed, frame_no)
+                if done:
+                    rho[i, j] = new_rho
+                    n += 1
         stepped[i] = n
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg, p_fg, seed, frame_no,
-                score, mask, stepped):
-    """One nu-NORMA frame in one pass (score ``rho - f``, then the selected pixels step)."""
+def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg, p_fg, p_diff, radius, seed,
+                frame_no, score, mask, nbr_mask, stepped):
+    """One nu-NORMA frame in one pass (score ``rho - f``, then the selected pixels step;
+    neighbour diffusion as in :func:`olkn_frame`)."""
     H = frame.shape[0]
     W = frame.shape[1]
     B = samples.shape[2]
@@ -250,17 +336,24 @@ def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg,
                 alpha, new_rho = norma_novelty_update(x, f, sv, cf, rg, scale, eta, lam, nu, rho0, 0.0)
                 rho[i, j] = new_rho
                 n += 1
+            else:
+                done, new_rho = _norma_learn_neighbour(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, eta,
+                                                       lam, nu, rho0, p_diff, radius, seed, frame_no)
+                if done:
+                    rho[i, j] = new_rho
+                    n += 1
         stepped[i] = n
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def olkn_update_frame(frame, samples, coef, ring, rho, scale, r, nu, C, rho_rule, f_in, oldest_in, mask,
-                      p_bg, p_fg, seed, frame_no, stepped):
+def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo,
+                      rho_hi, adapt, f_in, oldest_in, mask, p_bg, p_fg, p_diff, radius, seed, frame_no, stepped):
     """OLK_N update at the pixels selected by an external ``mask`` (second pass after :func:`score_frame`).
 
     Used when the policy follows the post-processed mask (``update_mask="post"``);
-    ``f_in``/``oldest_in`` are :func:`score_frame`'s outputs. Same selection rule
-    and the same :func:`learners.steps.olk_n_update` as :func:`olkn_frame`.
+    ``f_in``/``oldest_in`` are :func:`score_frame`'s outputs. Same selection rule,
+    offset rule, neighbour diffusion (neighbours classified by ``mask``) and the
+    same :func:`learners.steps.olk_n_update` as :func:`olkn_frame`.
     """
     H = frame.shape[0]
     W = frame.shape[1]
@@ -274,19 +367,31 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, r, nu, C, rho_rule
         n = 0
         for j in range(W):
             p = i * W + j
-            if not _selected(mask[i, j] != 0, ring[i, j, 1], B, p_bg, p_fg, seed, frame_no, p):
-                continue
-            a, new_rho = olk_n_update(_vec(frame, fb, p, nc), f_in[i, j], oldest_in[i, j], _mat(samples, sb, p, B, nc),
-                                      _vec(coef, cb, p, B), _vec(ring, rb, p, 2), scale, r, nu, C, rho[i, j],
-                                      rho_rule, 1.0, 0.0)
-            rho[i, j] = new_rho
-            n += 1
+            rho0 = rho[i, j]
+            if rho_rule == RHO_QUANTILE:
+                rho0 = olk_n_quantile_rho(f_in[i, j], rho0, rho_eta, rho_nu, rho_lo, rho_hi)
+                rho[i, j] = rho0
+            sv = _mat(samples, sb, p, B, nc)
+            cf = _vec(coef, cb, p, B)
+            rg = _vec(ring, rb, p, 2)
+            if _selected(mask[i, j] != 0, ring[i, j, 1], B, _adaptive_prob(p_bg, adapt, rho0, rho_lo), p_fg, seed,
+                         frame_no, p):
+                a, new_rho = olk_n_update(_vec(frame, fb, p, nc), f_in[i, j], oldest_in[i, j], sv, cf, rg, scale, r,
+                                          nu, C, rho0, rho_rule, 1.0, 0.0)
+                rho[i, j] = new_rho
+                n += 1
+            else:
+                done, new_rho = _olkn_learn_neighbour(frame, fb, nc, mask, i, j, p, sv, cf, rg, lut, scale, r, nu, C,
+                                                      rho0, rho_rule, p_diff, radius, seed, frame_no)
+                if done:
+                    rho[i, j] = new_rho
+                    n += 1
         stepped[i] = n
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def norma_update_frame(frame, samples, coef, ring, rho, scale, eta, lam, nu, f_in, mask, p_bg, p_fg, seed,
-                       frame_no, stepped):
+def norma_update_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, f_in, mask, p_bg, p_fg, p_diff,
+                       radius, seed, frame_no, stepped):
     """nu-NORMA update at the pixels selected by an external ``mask`` (see :func:`olkn_update_frame`)."""
     H = frame.shape[0]
     W = frame.shape[1]
@@ -300,14 +405,70 @@ def norma_update_frame(frame, samples, coef, ring, rho, scale, eta, lam, nu, f_i
         n = 0
         for j in range(W):
             p = i * W + j
-            if not _selected(mask[i, j] != 0, 1 if ring[i, j, 1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p):
-                continue
-            alpha, new_rho = norma_novelty_update(_vec(frame, fb, p, nc), f_in[i, j], _mat(samples, sb, p, B, nc),
-                                                  _vec(coef, cb, p, B), _vec(ring, rb, p, 2), scale, eta, lam, nu,
-                                                  rho[i, j], 0.0)
-            rho[i, j] = new_rho
-            n += 1
+            sv = _mat(samples, sb, p, B, nc)
+            cf = _vec(coef, cb, p, B)
+            rg = _vec(ring, rb, p, 2)
+            if _selected(mask[i, j] != 0, 1 if ring[i, j, 1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p):
+                alpha, new_rho = norma_novelty_update(_vec(frame, fb, p, nc), f_in[i, j], sv, cf, rg, scale, eta,
+                                                      lam, nu, rho[i, j], 0.0)
+                rho[i, j] = new_rho
+                n += 1
+            else:
+                done, new_rho = _norma_learn_neighbour(frame, fb, nc, mask, i, j, p, sv, cf, rg, lut, scale, eta, lam,
+                                                       nu, rho[i, j], p_diff, radius, seed, frame_no)
+                if done:
+                    rho[i, j] = new_rho
+                    n += 1
         stepped[i] = n
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def push_frame(frame, samples, coef, ring, value):
+    """Append ``frame[i, j]`` with stored coefficient ``value`` to every pixel's expansion."""
+    H = frame.shape[0]
+    W = frame.shape[1]
+    for i in prange(H):
+        for j in range(W):
+            expansion_push(frame[i, j], value, samples[i, j], coef[i, j], ring[i, j])
+
+
+@njit(cache=True, parallel=True, fastmath=True, nogil=True)
+def quantile_offsets(samples, coef, ring, scale, lut, q, rho):
+    """Set each pixel's ``rho`` to the ``q``-quantile of its leave-one-out ``f`` over its own samples.
+
+    For every live sample ``x_k`` of a pixel, ``f(x_k)`` minus the sample's own
+    term is evaluated; ``rho`` becomes the value of rank ``floor(q * count)`` of
+    these, so a fraction ``q`` of the pixel's own values would score novel under
+    nu-NORMA's ``rho - f``. Used by the first-frame bootstrap.
+    """
+    H = samples.shape[0]
+    W = samples.shape[1]
+    B = samples.shape[2]
+    nc = samples.shape[3]
+    sb = samples.ctypes.data
+    cb = coef.ctypes.data
+    rb = ring.ctypes.data
+    for i in prange(H):
+        vals = np.empty(B, dtype=np.float64)
+        for j in range(W):
+            p = i * W + j
+            count = ring[i, j, 1]
+            if count == 0:
+                continue
+            sv = _mat(samples, sb, p, B, nc)
+            cf = _vec(coef, cb, p, B)
+            rg = _vec(ring, rb, p, 2)
+            for a in range(count):
+                slot = rg[0] + a
+                if slot >= B:
+                    slot -= B
+                total, _ = expansion_sum(sv[slot], sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+                vals[a] = scale * (total - np.float64(cf[slot]) * np.float64(lut[0]))  # leave the sample out
+            v = np.sort(vals[:count])
+            k = int(q * count)
+            if k >= count:
+                k = count - 1
+            rho[i, j] = v[k]
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)

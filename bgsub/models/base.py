@@ -18,6 +18,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from bgsub.augment import translate
 from bgsub.models import _frame_kernels as fk
 from bgsub.registry import ParamSpec
 from learners.expansion import needs_renormalise
@@ -36,6 +37,14 @@ COMMON_PARAMS = (
               "model at the first frame: 'neighbours' fills each buffer with B steps on values of random "
               "3x3 neighbours of the first frame (ViBe-style, usable at once); 'empty' starts empty (paper)",
               "", choices=("neighbours", "empty"), live=False),
+    ParamSpec("init_radius", int, 3,
+              "neighbourhood of the first-frame bootstrap: values are drawn from a (2r+1)x(2r+1) square", "pixels",
+              1, 5, live=False),
+    ParamSpec("stabilise", str, "off",
+              "camera-jitter compensation: 'phase' registers every frame to the first by phase correlation "
+              "(integer shift, at most stabilise_max pixels) before the model and shifts the mask back", "",
+              choices=("off", "phase")),
+    ParamSpec("stabilise_max", int, 8, "largest shift 'phase' stabilisation corrects", "pixels", 1, 64),
     ParamSpec("update_prob", float, 0.25,
               "probability that a pixel classified background steps its learner in a frame", "", 0.0, 1.0),
     ParamSpec("fg_update_prob", float, 0.02,
@@ -51,6 +60,16 @@ COMMON_PARAMS = (
               "background (0: off)", "ratio", 0.0, 0.95),
     ParamSpec("shadow_chroma", float, 0.1,
               "largest colour change of a shadow pixel, relative to its brightness", "ratio", 0.0, 1.0),
+    ParamSpec("diffuse_prob", float, 0.0,
+              "neighbour diffusion: probability per frame that a pixel not stepping on its own value learns the "
+              "value of a random neighbour classified background (ViBe/SuBSENSE spatial propagation; 0: off)",
+              "", 0.0, 1.0),
+    ParamSpec("diffuse_radius", int, 1, "neighbourhood of the diffusion: a (2r+1)x(2r+1) square", "pixels", 1, 5),
+    ParamSpec("relearn_fraction", float, 0.0,
+              "sudden global change: when more than this fraction of a frame is raw foreground, every pixel "
+              "steps for relearn_frames frames (0: off)", "", 0.0, 1.0),
+    ParamSpec("relearn_frames", int, 10, "frames of forced learning after a sudden global change", "frames",
+              1, 1000),
     ParamSpec("median", int, 7, "median filter of the mask, aperture (0: off; odd)", "pixels", 0, 15),
     ParamSpec("open", int, 0, "morphological opening of the mask, square size (0: off)", "pixels", 0, 15),
     ParamSpec("close", int, 0, "morphological closing of the mask, square size (0: off)", "pixels", 0, 15),
@@ -95,8 +114,9 @@ class PixelKernelSubtractor:
     """Base class: a tiny online novelty detector per pixel, all stepped at once.
 
     Subclasses define ``_SPECS`` (tuple of ParamSpec), ``_score_offset``,
-    ``_frame(img, p_bg, p_fg, mask_out)`` (the fused jitted frame step) and
-    ``_decay()``.
+    ``_frame(img, p_bg, p_fg, p_diff, mask_out, nbr_mask)`` (the fused jitted
+    frame step), ``_update`` (the step after post-processing) and ``_decay()``;
+    optionally ``_bootstrap_step``/``_bootstrap_done`` (first-frame warm-up).
 
     Attributes
     ----------
@@ -119,19 +139,23 @@ class PixelKernelSubtractor:
         ``[start, count]`` of each pixel's ring buffer.
     rho_ : ndarray (H, W) of float64
         Offsets.
+    prev_mask_ : ndarray (H, W) of uint8
+        Raw mask of the previous frame (neighbour diffusion reads it).
     scale_ : float
         Global coefficient scale.
     n_frames_ : int
         Frames applied since the last reset.
     n_steps_ : int
         Pixel steps taken since the last reset (one per pixel per update).
+    relearn_left_ : int
+        Frames of forced learning left after a sudden global change.
     """
 
     _SPECS: tuple[ParamSpec, ...] = ()
     _score_offset = 0.0
-    #: State saved by :meth:`save` (see :mod:`bgsub.checkpoint`); subclasses with more state extend these.
-    _STATE_ARRAYS: tuple[str, ...] = ("samples_", "coef_", "ring_", "rho_")
-    _STATE_SCALARS: tuple[str, ...] = ("scale_", "n_frames_", "n_steps_")
+    #: State saved by :meth:`save` (see :mod:`bgsub.checkpoint`): every per-pixel state array, and scalars.
+    _STATE_ARRAYS: tuple[str, ...] = ("samples_", "coef_", "ring_", "rho_", "prev_mask_")
+    _STATE_SCALARS: tuple[str, ...] = ("scale_", "n_frames_", "n_steps_", "relearn_left_")
 
     def __init__(self, **params: Any) -> None:
         specs = {p.name: p for p in self._SPECS}
@@ -144,8 +168,6 @@ class PixelKernelSubtractor:
             values[k] = specs[k].check(v)
         self._check(values)
         self.params = values
-        self._lut = None
-        self._decay_value = None
         self.reset()
 
     # ------------------------------------------------------------------ params
@@ -201,11 +223,20 @@ class PixelKernelSubtractor:
         self.ring_ = None
         self.rho_ = None
         self.scale_ = 1.0
+        self.prev_mask_ = None
         self.n_frames_ = 0
         self.n_steps_ = 0
+        self.relearn_left_ = 0
         self._score = None
         self._mask = None
         self._img = None
+        # derived tables depend on the channel count of the next stream (issue 9:
+        # grey frames, reset(), colour frames used to keep the grey Gaussian table)
+        self._lut = None
+        self._decay_value = None
+        self._reference = None
+        self._window = None
+        self._shift = (0, 0)
 
     def _allocate(self, H: int, W: int, C: int) -> None:
         B = self.params["budget"]
@@ -220,6 +251,7 @@ class PixelKernelSubtractor:
         self._f = np.zeros((H, W), dtype=np.float64)
         self._oldest = np.zeros((H, W), dtype=np.float64)
         self._rawmask = np.zeros((H, W), dtype=np.uint8)
+        self.prev_mask_ = np.zeros((H, W), dtype=np.uint8)
         self._stepped = np.zeros(H, dtype=np.int64)
         self._mask = self._rawmask
 
@@ -330,7 +362,7 @@ class PixelKernelSubtractor:
         lr = float(learningRate)
         if not (lr == -1 or 0.0 <= lr <= 1.0) or math.isnan(lr):
             raise ValueError(f"learningRate must be -1 (automatic) or in [0, 1], got {learningRate}")
-        img = self._prepare(image)
+        img = self._stabilise(self._prepare(image))
         if fgmask is not None and not (isinstance(fgmask, np.ndarray) and fgmask.dtype == np.uint8
                                        and fgmask.shape == self.input_shape_):
             raise ValueError(f"fgmask must be None or a uint8 array of shape {self.input_shape_}, got "
@@ -348,18 +380,27 @@ class PixelKernelSubtractor:
         if lr != 0.0:
             p_bg = _prob(self.params["update_prob"] if lr == -1 else lr)
             p_fg = _prob(self.params["fg_update_prob"])
+            p_diff = _prob(self.params["diffuse_prob"])
+            if self.relearn_left_ > 0:
+                p_bg = p_fg = _PROB_ONE
+                self.relearn_left_ -= 1
             if self.params["update_mask"] == "raw":
-                # score, raw mask and update in one pass; post-processing only filters the output
-                self._frame(img, p_bg, p_fg, self._rawmask)
+                # score, raw mask and update in one pass; post-processing only filters the output.
+                # Diffusion reads the previous frame's raw mask (other rows are being written).
+                self._frame(img, p_bg, p_fg, p_diff, self._rawmask, self.prev_mask_)
+                self.prev_mask_[...] = self._rawmask
             else:
                 fk.score_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
                                self._score_offset, self._score, self._f, self._oldest, self._rawmask)
                 mask = self._postprocess(self._rawmask)
-                self._update(img, mask, p_bg, p_fg)
+                self._update(img, mask, p_bg, p_fg, p_diff)
+                self.prev_mask_[...] = self._rawmask
             self.n_steps_ += int(self._stepped.sum())
             self._advance_scale()
+            self._check_global_change()
         if mask is None:
             mask = self._postprocess(self._rawmask)
+        mask = self._unshift(mask, 0)
         self._mask = mask
         self.n_frames_ += 1
         if fgmask is not None:
@@ -377,6 +418,38 @@ class PixelKernelSubtractor:
             return image.copy() if copy else image
         H, W = self.input_shape_
         return cv2.resize(image, (W, H), interpolation=interpolation)
+
+    def _stabilise(self, img: np.ndarray) -> np.ndarray:
+        """Register ``img`` to the stream's first frame (``stabilise="phase"``); remembers the shift."""
+        self._shift = (0, 0)
+        if self.params["stabilise"] == "off":
+            return img
+        grey = img.mean(axis=2, dtype=np.float32) if img.shape[2] > 1 else img[:, :, 0].astype(np.float32)
+        if self._reference is None or self._reference.shape != grey.shape:
+            self._reference = grey
+            self._window = cv2.createHanningWindow(grey.shape[::-1], cv2.CV_32F)
+            return img
+        (dx, dy), _ = cv2.phaseCorrelate(self._reference, grey, self._window)
+        m = self.params["stabilise_max"]
+        dx, dy = int(round(dx)), int(round(dy))
+        if max(abs(dx), abs(dy)) > m or (dx == 0 and dy == 0):
+            return img
+        self._shift = (dx, dy)
+        return np.ascontiguousarray(translate(img, -dx, -dy, cv2.BORDER_REPLICATE, 0).reshape(img.shape))
+
+    def _unshift(self, a: np.ndarray, fill: float) -> np.ndarray:
+        """``a`` (model coordinates) moved back to the input frame's coordinates."""
+        dx, dy = getattr(self, "_shift", (0, 0))
+        if dx == 0 and dy == 0:
+            return a
+        return translate(a, dx, dy, cv2.BORDER_CONSTANT, fill)
+
+    def _check_global_change(self) -> None:
+        """Start forced learning when the raw foreground covers more than ``relearn_fraction``."""
+        frac = self.params["relearn_fraction"]
+        if frac > 0 and self.relearn_left_ == 0:
+            if cv2.countNonZero(self._rawmask) > frac * self._rawmask.size:
+                self.relearn_left_ = self.params["relearn_frames"]
 
     # OpenCV's cv::Algorithm / cv::BackgroundSubtractor housekeeping
     def clear(self) -> None:
@@ -401,7 +474,8 @@ class PixelKernelSubtractor:
             self.scale_ = 1.0
 
     def _init_from_neighbours(self, img: np.ndarray) -> None:
-        """Fill every buffer with ``B`` learner steps on random 3x3 neighbours of ``img``.
+        """Fill every buffer with ``B`` learner steps on random neighbours of ``img``
+        (``(2 init_radius + 1)^2`` square).
 
         Step ``b = 0`` uses the pixel itself; the others a neighbour drawn
         uniformly (replicated border). The steps are ordinary updates, so the
@@ -413,16 +487,25 @@ class PixelKernelSubtractor:
         rows = np.arange(H)[:, None]
         cols = np.arange(W)[None, :]
         scratch = np.zeros((H, W), np.uint8)
+        rad = self.params["init_radius"]
         for b in range(self.params["budget"]):
             if b == 0:
                 x = img
             else:
-                yy = np.clip(rows + rng.integers(-1, 2, size=(H, W)), 0, H - 1)
-                xx = np.clip(cols + rng.integers(-1, 2, size=(H, W)), 0, W - 1)
+                yy = np.clip(rows + rng.integers(-rad, rad + 1, size=(H, W)), 0, H - 1)
+                xx = np.clip(cols + rng.integers(-rad, rad + 1, size=(H, W)), 0, W - 1)
                 x = np.ascontiguousarray(img[yy, xx])
-            self._frame(x, _PROB_ONE, _PROB_ONE, scratch)
-            self.n_steps_ += int(self._stepped.sum())
+            self._bootstrap_step(x, scratch)
             self._advance_scale()
+        self._bootstrap_done()
+
+    def _bootstrap_step(self, x: np.ndarray, scratch: np.ndarray) -> None:
+        """One bootstrap step on the values ``x``: by default an ordinary learner step of every pixel."""
+        self._frame(x, _PROB_ONE, _PROB_ONE, 0, scratch, scratch)
+        self.n_steps_ += int(self._stepped.sum())
+
+    def _bootstrap_done(self) -> None:
+        """Hook after the bootstrap (e.g. set the offsets)."""
 
     def getScoreMap(self) -> np.ndarray | None:
         """float32 (H, W) novelty score of the last frame; ``> 0`` is the raw foreground.
@@ -431,7 +514,8 @@ class PixelKernelSubtractor:
         mask only, so with it on the mask returned by :meth:`apply` may differ from
         ``score > 0``. None before the first frame.
         """
-        return None if self._score is None else self._full_size(self._score, cv2.INTER_NEAREST)
+        return None if self._score is None else self._full_size(self._unshift(self._score, -1.0),
+                                                                cv2.INTER_NEAREST)
 
     def getBackgroundImage(self) -> np.ndarray | None:
         """Coefficient-weighted mean of each pixel's samples: (H, W) grey or (H, W, 3) BGR uint8."""
@@ -445,15 +529,19 @@ class PixelKernelSubtractor:
 
     def getRawMask(self) -> np.ndarray | None:
         """uint8 (H, W) mask of the last frame before post-processing (``score > 0``)."""
-        return None if self._score is None else self._full_size(self._rawmask, cv2.INTER_NEAREST)
+        return None if self._score is None else self._full_size(self._unshift(self._rawmask, 0),
+                                                                cv2.INTER_NEAREST)
 
     # subclass hooks
-    def _update(self, img: np.ndarray, mask: np.ndarray, p_bg: int, p_fg: int) -> None:
+    def _update(self, img: np.ndarray, mask: np.ndarray, p_bg: int, p_fg: int, p_diff: int) -> None:
         """Step the pixels ``mask`` selects, after :func:`score_frame` (``update_mask="post"``)."""
         raise NotImplementedError
 
-    def _frame(self, img: np.ndarray, p_bg: int, p_fg: int, mask_out: np.ndarray) -> None:
-        """Score ``img`` into ``self._score``/``mask_out`` and step the selected pixels (one jitted pass)."""
+    def _frame(self, img: np.ndarray, p_bg: int, p_fg: int, p_diff: int, mask_out: np.ndarray,
+               nbr_mask: np.ndarray) -> None:
+        """Score ``img`` into ``self._score``/``mask_out`` and step the selected pixels (one jitted pass);
+        pixels not selected learn a neighbour's value with probability ``p_diff`` (``nbr_mask``: which
+        neighbours are background)."""
         raise NotImplementedError
 
     def _decay(self) -> float:

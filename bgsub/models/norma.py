@@ -27,12 +27,16 @@ NORMA_PARAMS = (
               0.0, 1e3),
     ParamSpec("nu", float, 0.1, "target fraction of novel steps (rho tracks the nu-quantile of f)", "",
               0.0, 1.0),
+    ParamSpec("init_rho", str, "quantile",
+              "first-frame bootstrap (init=neighbours): 'quantile' stores the B neighbour values with coefficient "
+              "eta and sets rho to the nu-quantile of f over them; 'steps' runs B ordinary nu-NORMA steps "
+              "(keeps only a few values)", "", choices=("quantile", "steps"), live=False),
 ) + with_defaults(COMMON_PARAMS, update_prob=1.0, fg_update_prob=0.05, update_mask="post")
 
 NORMA_PRESETS = {
     "paper": {"width": 10.0, "eta": 0.001, "lam": 0.0001, "nu": 0.1, "budget": 20, "color": "bgr",
               "blur": 0.0, "init": "empty", "update_prob": 1.0, "fg_update_prob": 1.0, "update_mask": "raw",
-              "median": 0, "open": 0, "close": 0, "min_area": 0},
+              "median": 0, "open": 0, "close": 0, "min_area": 0, "init_radius": 1, "init_rho": "steps"},
 }
 
 
@@ -67,17 +71,33 @@ class NORMASubtractor(PixelKernelSubtractor):
         R = (self.params["budget"] + 2) * self.params["eta"]
         return (-R, R)
 
-    def _frame(self, img, p_bg, p_fg, mask_out):
+    def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
         p = self.params
         fk.norma_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["eta"],
-                       p["lam"], p["nu"], p_bg, p_fg, p["seed"], self.n_frames_, self._score, mask_out,
-                       self._stepped)
+                       p["lam"], p["nu"], p_bg, p_fg, p_diff, p["diffuse_radius"], p["seed"], self.n_frames_,
+                       self._score, mask_out, nbr_mask, self._stepped)
 
-    def _update(self, img, mask, p_bg, p_fg):
+    def _update(self, img, mask, p_bg, p_fg, p_diff):
         p = self.params
-        fk.norma_update_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, p["eta"],
-                              p["lam"], p["nu"], self._f, mask, p_bg, p_fg, p["seed"], self.n_frames_,
-                              self._stepped)
+        fk.norma_update_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
+                              p["eta"], p["lam"], p["nu"], self._f, mask, p_bg, p_fg, p_diff, p["diffuse_radius"],
+                              p["seed"], self.n_frames_, self._stepped)
+
+    def _bootstrap_step(self, x, scratch):
+        # nu-NORMA's own rule adds a term only when f < rho, so from rho = 0 it would keep
+        # one or two of the B values: the bootstrap stores every value with coefficient eta
+        if self.params["init_rho"] == "quantile":
+            fk.push_frame(x, self.samples_, self.coef_, self.ring_,
+                          self.params["eta"] / (self.scale_ * self._decay()))
+            self.n_steps_ += x.shape[0] * x.shape[1]
+        else:
+            super()._bootstrap_step(x, scratch)
+
+    def _bootstrap_done(self):
+        # ... and sets each pixel's rho to the nu-quantile of f over its own values
+        if self.params["init_rho"] == "quantile":
+            fk.quantile_offsets(self.samples_, self.coef_, self.ring_, self.scale_, self.lut(), self.params["nu"],
+                                self.rho_)
 
     def _decay(self) -> float:
         return float(norma_decay(self.params["eta"], self.params["lam"]))

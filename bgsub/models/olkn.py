@@ -13,11 +13,14 @@ Score ``1 + rho - f(x)``; positive = novelty = foreground.
 from __future__ import annotations
 
 from bgsub.models import _frame_kernels as fk
-from bgsub.models.base import COMMON_PARAMS, PixelKernelSubtractor
+from bgsub.models.base import COMMON_PARAMS, PixelKernelSubtractor, with_defaults
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
-from learners.steps import RHO_RULES, olk_decay
+from learners.steps import RHO_QUANTILE, RHO_RULES, olk_decay
 
-__all__ = ["OLKNSubtractor", "createOLKN", "OLKN_PARAMS", "OLKN_PRESETS"]
+__all__ = ["OLKNSubtractor", "createOLKN", "OLKN_PARAMS", "OLKN_PRESETS", "OLKN_RHO_RULES"]
+
+#: Offset rules of the subtractor: the estimator's, and the per-pixel quantile rule.
+OLKN_RHO_RULES = dict(RHO_RULES, quantile=RHO_QUANTILE)
 
 OLKN_PARAMS = (
     ParamSpec("width", float, 40.0, "Gaussian kernel width p in k(x,y) = exp(-||x-y||^2/p^2)",
@@ -26,15 +29,27 @@ OLKN_PARAMS = (
               "per frame", 0.0, 1.0),
     ParamSpec("nu", float, 0.1, "lower bound of the new term's multiplier a", "", 0.0, 10.0),
     ParamSpec("C", float, 0.2, "upper bound of the new term's multiplier a (C > nu)", "", 1e-6, 10.0),
-    ParamSpec("rho_rule", str, "paper", "offset rule: 'paper' (eq. 69) or 'primal' (eq. 68, every step)", "",
-              choices=tuple(RHO_RULES)),
-) + COMMON_PARAMS
+    ParamSpec("rho_rule", str, "quantile",
+              "offset rule: 'paper' (eq. 69), 'primal' (eq. 68, every step) or 'quantile' (per-pixel nu-trick: "
+              "each pixel lets a fraction rho_nu of its own values be novel)", "", choices=tuple(OLKN_RHO_RULES)),
+    ParamSpec("rho_eta", float, 0.03, "quantile rule: step of the offset per frame", "", 0.0, 1.0),
+    ParamSpec("rho_nu", float, 0.1, "quantile rule: target fraction of novel values per pixel", "", 0.0, 1.0),
+    ParamSpec("rho_min", float, -0.3,
+              "quantile rule: lowest offset (threshold f < 1 + rho_min; > -1 keeps unexplained values novel)", "",
+              -0.99, 0.0),
+    ParamSpec("rho_max", float, 0.0, "quantile rule: highest offset", "", 0.0, 10.0),
+    ParamSpec("adapt_update", float, 0.0,
+              "per-pixel update probability (quantile rule): a pixel whose offset fell towards rho_min learns more "
+              "often, p = update_prob + (1 - update_prob) * min(1, adapt_update * rho / rho_min) (0: off)", "",
+              0.0, 10.0),
+) + with_defaults(COMMON_PARAMS, diffuse_prob=0.2)
 
 #: Named parameter sets; "paper" is Li et al.'s setting with the unconditional update.
 OLKN_PRESETS = {
     "paper": {"width": 10.0, "r": 0.001, "nu": 0.1, "C": 0.2, "budget": 20, "rho_rule": "paper",
               "color": "bgr", "blur": 0.0, "init": "empty", "update_prob": 1.0, "fg_update_prob": 1.0,
-              "update_mask": "raw", "median": 0, "open": 0, "close": 0, "min_area": 0},
+              "update_mask": "raw", "median": 0, "open": 0, "close": 0, "min_area": 0, "init_radius": 1,
+              "diffuse_prob": 0.0},
     # HD at speed: the model at a quarter of the frame size, a 3x3 median there (docs/performance.md)
     "fast": {"process_scale": 0.25, "median": 3},
 }
@@ -51,8 +66,10 @@ class OLKNSubtractor(PixelKernelSubtractor):
         Forgetting factor per frame.
     nu, C : float
         Bounds ``nu <= a <= C`` of the new term's multiplier.
-    rho_rule : {"paper", "primal"}
-        Offset update (eq. 69 or eq. 68).
+    rho_rule : {"paper", "primal", "quantile"}
+        Offset update (eq. 69, eq. 68, or the per-pixel nu-trick
+        :func:`learners.steps.olk_n_quantile_rho` with ``rho_eta``, ``rho_nu``
+        and bounds ``rho_min``, ``rho_max``).
     budget, color, blur, update_prob, fg_update_prob, median, open, close, min_area, seed
         See :data:`bgsub.models.base.COMMON_PARAMS` and ``docs/parameters.md``.
 
@@ -64,29 +81,34 @@ class OLKNSubtractor(PixelKernelSubtractor):
     _SPECS = OLKN_PARAMS
     _score_offset = 1.0
 
+    @property
+    def score_range(self) -> tuple[float, float]:
+        # f lies in [0, B*C] and rho in [0, B*C - 1], so 1 + rho - f is within
+        # [1 - B*C, B*C]; a symmetric range keeps 0 on a histogram bin edge.
+        R = max(self.params["budget"] * self.params["C"], 1.0) + 1.0 + self.params["rho_max"]
+        return (-R, R)
+
     def _check(self, values):
         super()._check(values)
         if not values["C"] > values["nu"]:
             raise ValueError(f"C must be > nu, got C={values['C']} and nu={values['nu']}")
 
-    @property
-    def score_range(self) -> tuple[float, float]:
-        # f lies in [0, B*C] and rho in [0, B*C - 1], so 1 + rho - f is within
-        # [1 - B*C, B*C]; a symmetric range keeps 0 on a histogram bin edge.
-        R = max(self.params["budget"] * self.params["C"], 1.0) + 1.0
-        return (-R, R)
+    def _rho_args(self):
+        p = self.params
+        return (OLKN_RHO_RULES[p["rho_rule"]], p["rho_eta"], p["rho_nu"], p["rho_min"], p["rho_max"],
+                p["adapt_update"])
 
-    def _frame(self, img, p_bg, p_fg, mask_out):
+    def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
         p = self.params
         fk.olkn_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["r"],
-                      p["nu"], p["C"], RHO_RULES[p["rho_rule"]], p_bg, p_fg, p["seed"], self.n_frames_,
-                      self._score, mask_out, self._stepped)
+                      p["nu"], p["C"], *self._rho_args(), p_bg, p_fg, p_diff, p["diffuse_radius"], p["seed"],
+                      self.n_frames_, self._score, mask_out, nbr_mask, self._stepped)
 
-    def _update(self, img, mask, p_bg, p_fg):
+    def _update(self, img, mask, p_bg, p_fg, p_diff):
         p = self.params
-        fk.olkn_update_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, p["r"], p["nu"],
-                             p["C"], RHO_RULES[p["rho_rule"]], self._f, self._oldest, mask, p_bg, p_fg, p["seed"],
-                             self.n_frames_, self._stepped)
+        fk.olkn_update_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["r"],
+                             p["nu"], p["C"], *self._rho_args(), self._f, self._oldest, mask, p_bg, p_fg, p_diff,
+                             p["diffuse_radius"], p["seed"], self.n_frames_, self._stepped)
 
     def _decay(self) -> float:
         return float(olk_decay(self.params["r"]))

@@ -285,10 +285,13 @@ class Pipeline:
         Where each frame's output goes, in order.
     keep_score : bool
         Put the score map in every :class:`FrameOutput` even when no sink needs it.
+    keep_objects : bool
+        Find the objects of every frame even when no sink needs them (a live view drawing boxes).
     """
 
     def __init__(self, subtractor, *, region: Region | None = None, threshold: float = 0.0, min_area: int = 0,
-                 track: bool = True, sinks: Iterable = (), keep_score: bool = False) -> None:
+                 track: bool = True, sinks: Iterable = (), keep_score: bool = False,
+                 keep_objects: bool = False) -> None:
         if min_area < 0:
             raise ValueError(f"--min-area must be >= 0, got {min_area}")
         self.subtractor = subtractor
@@ -297,6 +300,7 @@ class Pipeline:
         self.min_area = int(min_area)
         self.sinks = list(sinks)
         self.keep_score = keep_score
+        self.keep_objects = keep_objects
         self.tracker = Tracker() if track else None
         #: The CDnet sequence of the source (temporal ROI), set by :meth:`run` or by the caller.
         self.sequence = None
@@ -333,7 +337,7 @@ class Pipeline:
                 score = self.region.restore_score(score, self.score_range[0])
         mask = self.region.restore_mask(mask)
         objects = None
-        if self.min_area > 0 or self._wants("needs_objects"):
+        if self.min_area > 0 or self.keep_objects or self._wants("needs_objects"):
             mask, objects = find_objects(mask, self.min_area, frame.index)
             if self.tracker is not None:
                 self.tracker.update(objects)

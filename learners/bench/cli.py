@@ -5,6 +5,7 @@
     learners-bench example1 [--seeds 20] [--grid 50,100,...,1500] [--plots DIR] [--json]
     learners-bench example2 [--seeds 20] [--grid 10,...,700] [--epsilons ...] [--plots DIR] [--json]
     learners-bench example3 [--seeds 20] [--plots DIR] [--json]
+    learners-bench lecture [--seeds 5] [--plots DIR] [--json]
     learners-bench streams [--streams ...] [--models ...] [--json]   (ours vs river, see learners.bench.streams)
 
 Each prints a table of mean ± standard deviation over the seeds (or, with
@@ -20,7 +21,7 @@ import json
 import math
 import sys
 
-from learners.bench import example1, example2, example3
+from learners.bench import example1, example2, example3, lecture
 from learners.bench.common import resolve_methods, stderr_log
 from learners.bench.report import plots_dir
 
@@ -28,6 +29,7 @@ EXAMPLES = {
     "example1": (example1, "classification: OLK_C vs NORMA, perceptrons, Projectron, SVM (paper Figs. 2-4)"),
     "example2": (example2, "regression: OLK_R vs NORMA, kernel perceptron, KRLS, LS-SVM (paper Figs. 1, 6)"),
     "example3": (example3, "novelty detection: ROC and AUC of OLK_N and NORMA (paper Fig. 8)"),
+    "lecture": (lecture, "the lecture (seed 002): weighted-majority regret, online vs batch EM, kernel-rule width"),
 }
 
 

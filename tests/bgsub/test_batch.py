@@ -19,7 +19,7 @@ from bgsub.cli import main as cli
 from bgsub.commands.batch import RESULT_FILE, find_inputs, plan_jobs
 from bgsub.synthetic import SceneConfig, SyntheticScene, write_sequence
 from bgsub.writers import list_masks
-from tests.bgsub.test_sources import write_test_video
+from tests.bgsub.test_sources import read_video, write_test_video
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -142,6 +142,77 @@ def test_batch_mask_videos_and_max_frames(tree, tmp_path):
     while cap.read()[0]:
         n += 1
     assert n == 7
+
+
+def _objects(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_batch_outputs_and_stages_like_run(tree, tmp_path, capsys):
+    """--roi/--scale/--min-area/--objects/--overlay per input, recorded, and compared on resume."""
+    roi = np.zeros((72, 96), np.uint8)
+    roi[8:64, 16:80] = 255
+    cv2.imwrite(str(tmp_path / "roi.png"), roi)
+    out = tmp_path / "out"
+    opts = ["--roi", str(tmp_path / "roi.png"), "--scale", "0.5", "--min-area", "6", "--objects", "--overlay"]
+    assert cli(["batch", str(tree), str(out), "--algo", "knn", "--quiet", "--pattern", "day/*", "--workers", "1",
+                "--max-frames", "10", *opts]) == 0
+    folder = out / "day" / "a"
+    assert_complete(folder, 10, (72, 96))
+    result = json.loads((folder / RESULT_FILE).read_text())
+    settings = result["settings"]
+    assert settings["scale"] == 0.5 and settings["min_area"] == 6 and settings["objects"] == ".jsonl"
+    assert settings["overlay"] == ".mp4" and settings["roi"].startswith("96x72 sha256:")
+    # Nothing outside the ROI is ever foreground.
+    for p in list_masks(folder).values():
+        assert not cv2.imread(str(p), cv2.IMREAD_GRAYSCALE)[roi == 0].any()
+    # One object file per input, with track ids, every object at least --min-area pixels.
+    objs = _objects(folder / "objects.jsonl")
+    assert objs and result["objects_count"] == len(objs)
+    assert {o["frame"] for o in objs} <= set(range(1, 11))
+    assert all(o["area"] >= 6 and o["track"] >= 1 for o in objs)
+    assert result["overlay"] == str((folder / "overlay.mp4").resolve())
+    assert [f.shape for f in read_video(folder / "overlay.mp4")] == [(72, 96, 3)] * 10
+    # The same settings resume (nothing to do); others are refused, naming only what differs.
+    capsys.readouterr()
+    assert cli(["batch", str(tree), str(out), "--algo", "knn", "--quiet", "--pattern", "day/*",
+                "--max-frames", "10", *opts]) == 0
+    assert "finished earlier, 0 to do" in capsys.readouterr().err
+    changed = ["--roi", str(tmp_path / "roi.png"), "--scale", "0.5", "--min-area", "9", "--objects", "csv"]
+    assert cli(["batch", str(tree), str(out), "--algo", "knn", "--quiet", "--pattern", "day/*",
+                "--max-frames", "10", *changed]) == 2
+    err = capsys.readouterr().err
+    assert "min_area 6 there, 9 now; objects .jsonl there, .csv now; overlay .mp4 there, none now" in err
+    assert "scale" not in err and "roi" not in err and "history" not in err
+    # A changed ROI file is a changed setting too.
+    roi[8:64, 16:40] = 0
+    cv2.imwrite(str(tmp_path / "roi.png"), roi)
+    assert cli(["batch", str(tree), str(out), "--algo", "knn", "--quiet", "--pattern", "day/*",
+                "--max-frames", "10", *opts]) == 2
+    err = capsys.readouterr().err
+    assert "roi 96x72 sha256:" in err and "min_area" not in err
+
+
+def test_batch_frame_option_errors(tree, tmp_path, capsys):
+    cv2.imwrite(str(tmp_path / "small.png"), np.full((10, 10), 255, np.uint8))
+    for args, msg in ((["--scale", "0"], "--scale must be in (0, 1]"),
+                      (["--min-area", "-1"], "--min-area must be >= 0"),
+                      (["--roi", str(tmp_path / "nope.png")], "no such file"),
+                      (["--overlay", "webm"], "--overlay takes one of mp4, avi, mkv")):
+        try:
+            rc = cli(["batch", str(tree), str(tmp_path / "o"), "--quiet", *args])
+        except SystemExit as exc:  # argparse's own check
+            rc = exc.code
+        assert rc == 2
+        err = capsys.readouterr().err
+        assert msg in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+    # An ROI of another frame size: that input fails with a one-line reason, nothing half-written.
+    assert cli(["batch", str(tree), str(tmp_path / "o"), "--quiet", "--algo", "knn", "--pattern", "day/*",
+                "--roi", str(tmp_path / "small.png")]) == 1
+    item = manifest(tmp_path / "o")["items"]["day/a.avi"]
+    assert item["status"] == "failed" and "the ROI mask is 10x10 but the frames are 96x72" in item["error"]
+    assert not (tmp_path / "o" / "day" / "a").exists()
 
 
 def test_batch_errors(tmp_path, capsys):

@@ -14,7 +14,7 @@ import pytest
 
 from bgsub.cli import main as cli
 from bgsub.writers import list_masks
-from tests.bgsub.test_sources import write_test_video
+from tests.bgsub.test_sources import read_video, write_test_video
 
 pytest.importorskip("distributed")
 
@@ -45,6 +45,34 @@ def test_local_cluster_gives_the_same_masks_as_the_process_pool(tmp_path, capsys
     capsys.readouterr()
     assert cli(["batch", str(root), str(dask), "--scheduler", "local:2", "--quiet"]) == 0
     assert "2 finished earlier, 0 to do" in capsys.readouterr().err
+
+
+def test_local_cluster_makes_the_same_objects_and_overlays_and_compares_settings(tmp_path, capsys):
+    import cv2
+    import numpy as np
+
+    root = tmp_path / "in"
+    root.mkdir()
+    write_test_video(root / "a.avi", frames=12, seed=3)
+    roi = np.zeros((72, 96), np.uint8)
+    roi[4:68, 8:88] = 255
+    cv2.imwrite(str(tmp_path / "roi.png"), roi)
+    stages = ["--roi", str(tmp_path / "roi.png"), "--scale", "0.5", "--min-area", "5", "--quiet"]  # olkn: deterministic
+    opts = [*stages, "--objects", "csv", "--overlay", "mkv"]
+    pool, dask = tmp_path / "pool", tmp_path / "dask"
+    assert cli(["batch", str(root), str(pool), "--workers", "1", *opts]) == 0
+    assert cli(["batch", str(root), str(dask), "--scheduler", "local:2", *opts]) == 0
+    assert _masks(dask / "a") == _masks(pool / "a") and len(_masks(dask / "a")) == 12
+    assert (dask / "a" / "objects.csv").read_bytes() == (pool / "a" / "objects.csv").read_bytes()
+    # FFV1 is lossless: the same pictures (the container itself carries random ids).
+    frames = [read_video(folder / "a" / "overlay.mkv") for folder in (dask, pool)]
+    assert len(frames[0]) == 12 and all(np.array_equal(x, y) for x, y in zip(*frames))
+    item = json.loads((dask / "manifest.json").read_text())["items"]["a.avi"]
+    assert item["settings"]["min_area"] == 5 and item["settings"]["overlay"] == ".mkv"
+    capsys.readouterr()
+    assert cli(["batch", str(root), str(dask), "--scheduler", "local:2", *stages]) == 2
+    err = capsys.readouterr().err
+    assert "objects .csv there, none now; overlay .mkv there, none now" in err and "min_area" not in err
 
 
 def test_bad_scheduler_options(tmp_path, capsys):
@@ -82,7 +110,8 @@ def test_worker_killed_mid_job_is_redone_elsewhere(tmp_path):
                 continue
             for tmp in out.glob(".b_long.partial-*"):
                 if len(list_masks(tmp)) >= 20:
-                    finished_before = {p.parent.name: p.read_text() for p in out.glob("*/result.json")}
+                    finished_before = {p.parent.name: p.read_text() for p in out.glob("*/result.json")
+                                       if not p.parent.name.startswith(".")}  # finished ones, not temporaries
                     killed = int(tmp.name.split("-")[-2])
                     os.kill(killed, signal.SIGKILL)
                     break

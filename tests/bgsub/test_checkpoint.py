@@ -103,7 +103,7 @@ def test_wrong_version_and_shape_are_refused(tmp_path):
     sub.apply(_frames(T=1)[0])
     arrays = {n: getattr(sub, n) for n in sub._STATE_ARRAYS}
     meta = dict(frame_shape=[12, 16], channels=3, random_state={"seed": 0, "n_frames": 1, "generator": None},
-                scalars={"scale_": 1.0, "n_frames_": 1, "n_steps_": 0})
+                scalars={n: getattr(sub, n) for n in sub._STATE_SCALARS})
     write_checkpoint(tmp_path / "ok.npz", "olkn", sub.get_params(), arrays, **meta)
     assert bgsub.load(tmp_path / "ok.npz").n_frames_ == 1
     wrong = dict(arrays, coef_=np.zeros((12, 16, 5), np.float32))

@@ -68,7 +68,10 @@ def test_objects_jsonl_track_the_square_and_min_area_drops_the_speck(folder, tmp
         table = list(csv.DictReader(fh))
     assert list(table[0]) == ["frame", "track", "x", "y", "width", "height", "area", "cx", "cy"]
     specks = [r for r in table if (r["x"], r["y"], r["area"]) == ("70", "50", "4")]
-    assert [int(r["frame"]) for r in specks] == list(range(12, 18))
+    # From its first frame until KNN absorbs it: frame 17, 18 or 19, depending on the state of OpenCV's
+    # random generator, which earlier tests in the same process advance (60 seeds: 42/14/4).
+    frames = [int(r["frame"]) for r in specks]
+    assert frames == list(range(12, 12 + len(frames))) and 6 <= len(frames) <= 8
     assert len({r["track"] for r in specks}) == 1 and specks[0]["track"] != late[0]["track"]
 
 

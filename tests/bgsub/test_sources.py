@@ -40,6 +40,20 @@ def write_test_video(path: Path, frames: int = 30, size=(96, 72), fourcc: str | 
     return path
 
 
+def read_video(path: Path) -> list:
+    """Every frame OpenCV decodes from ``path`` (BGR arrays)."""
+    cap = cv2.VideoCapture(str(path))
+    frames = []
+    try:
+        while True:
+            ok, frame = cap.read()
+            if not ok:
+                return frames
+            frames.append(frame)
+    finally:
+        cap.release()
+
+
 def truncate(src: Path, dst: Path, keep: float = 0.5) -> Path:
     data = src.read_bytes()
     dst.write_bytes(data[: int(len(data) * keep)])

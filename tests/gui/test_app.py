@@ -63,6 +63,21 @@ def test_roi_scale_and_min_area_from_the_command_line(tmp_path, tiny_sequence):
     assert saved[0][:, w // 2:].all()  # KNN's first frame: foreground everywhere inside the ROI
 
 
+def test_boxes_overlay_video_and_objects_from_the_command_line(tmp_path, tiny_sequence):
+    import json
+
+    from tests.bgsub.test_sources import read_video
+
+    proc = run_gui([tiny_sequence, "--algo", "knn", "--frames", "10", "--screenshot", tmp_path / "s.png",
+                    "--boxes", "--min-area", "20", "--overlay", tmp_path / "o.avi", "--objects",
+                    tmp_path / "objects.jsonl"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert len(read_video(tmp_path / "o.avi")) == 10
+    rows = [json.loads(line) for line in (tmp_path / "objects.jsonl").read_text().splitlines()]
+    assert rows and all(r["area"] >= 20 and r["track"] >= 1 for r in rows)
+    assert not list(tmp_path.glob(".*"))
+
+
 def test_screenshot_of_a_broken_file_shows_the_error_and_exits_1(tmp_path):
     bad = tmp_path / "broken.mp4"
     bad.write_bytes(b"")
@@ -87,6 +102,8 @@ def test_bad_arguments_are_refused_with_a_message(tmp_path, capsys):
         (["--size", "big"], "--size takes WIDTHxHEIGHT"),
         (["--scale", "0"], "--scale must be in (0, 1], got 0"),
         (["--roi", str(tmp_path / "none.png")], "none.png: no such file"),
+        (["--overlay", str(tmp_path / "o.gif")], "--overlay o.gif: end the name in .mp4 or .avi or .mkv"),
+        (["--objects", str(tmp_path / "o.txt")], "--objects o.txt: end the name in .jsonl or .csv"),
     ):
         with pytest.raises(SystemExit) as exit_info:
             main([*argv, "--screenshot", str(tmp_path / "x.png")])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -379,3 +380,62 @@ def test_live_stream_that_ends_is_reported_like_an_unplugged_camera(qtbot, make_
     # Frames were either processed or dropped, never queued: at most the 60 sent.
     assert result.processed + result.dropped <= 60
     assert window.controller.thread.isRunning()
+
+
+def test_objects_drawn_over_the_input_toggled_from_the_panel(qtbot, make_window, tiny_sequence):
+    window = make_window("knn")
+    open_and_wait(qtbot, window, tiny_sequence)
+    window.set_min_area(20)
+    window.controls.boxes_check.click()  # as a user does
+    assert window.boxes_action.isChecked() and window.views.show_objects
+    play_frames(qtbot, window, 15)
+    result = window.last_result
+    assert result.objects, "the moving square (100 pixels) is an object at frame 15"
+    assert window.views.boxes_shown == len(result.objects)
+    rect = window.views.boxes_item.path().boundingRect()
+    o = result.objects[0]
+    assert rect.contains(o.x + o.width / 2, o.y + o.height / 2)
+    assert window.views.labels_shown()[: len(result.objects)] == [str(o.track) for o in result.objects if o.track]
+    assert all(o.area >= 20 for o in result.objects)
+    # The key B (the View menu's action) hides them again.
+    window.boxes_action.trigger()
+    assert not window.controls.boxes_check.isChecked()
+    assert window.views.boxes_shown == 0 and window.views.labels_shown() == []
+
+
+def test_overlay_video_and_objects_saved_while_running(qtbot, make_window, tiny_sequence, tmp_path):
+    from tests.bgsub.test_sources import read_video
+
+    window = make_window("knn")
+    open_and_wait(qtbot, window, tiny_sequence)
+    window.set_overlay_video(tmp_path / "overlay.mp4")
+    window.set_objects_file(tmp_path / "objects.jsonl")
+    qtbot.waitUntil(lambda: window.controls.objects_check.isChecked()
+                    and window.controls.overlay_video_check.isChecked(), timeout=TIMEOUT_MS)
+    assert window.overlay_video_action.isChecked() and window.objects_file_action.isChecked()
+    assert "overlay.mp4" in window.controls.overlay_video_check.text()
+    play_frames(qtbot, window, 12)
+    window.set_overlay_video(None)
+    qtbot.waitUntil(lambda: (tmp_path / "overlay.mp4").exists(), timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: not window.controls.overlay_video_check.isChecked(), timeout=TIMEOUT_MS)
+    assert len(read_video(tmp_path / "overlay.mp4")) == 12
+    # Unchecking the box stops the objects file (no dialog when stopping).
+    window.controls.objects_check.click()
+    qtbot.waitUntil(lambda: not window.objects_file_action.isChecked(), timeout=TIMEOUT_MS)
+    frames = {json.loads(line)["frame"] for line in (tmp_path / "objects.jsonl").read_text().splitlines()}
+    assert frames and frames <= set(range(1, 13))
+    # A bad name is refused with a message, and the box is unchecked again.
+    window.set_objects_file(tmp_path / "objects.txt")
+    qtbot.waitUntil(lambda: window.last_error is not None, timeout=TIMEOUT_MS)
+    assert "end the name in .jsonl or .csv" in window.last_error
+    assert not window.controls.objects_check.isChecked()
+
+
+def test_closing_the_window_finishes_a_recording(qtbot, make_window, tiny_sequence, tmp_path):
+    window = make_window("knn")
+    open_and_wait(qtbot, window, tiny_sequence)
+    window.set_objects_file(tmp_path / "objects.csv")
+    qtbot.waitUntil(lambda: window.controls.objects_check.isChecked(), timeout=TIMEOUT_MS)
+    play_frames(qtbot, window, 6)
+    window.close()
+    assert (tmp_path / "objects.csv").read_text().startswith("frame,track,")

@@ -13,6 +13,7 @@ from bgsub import registry
 from bgsub.metrics import StreamingROC, frame_counts
 from bgsub.sources import Frame, SourceError, open_source
 from gui.model import LatestFrameReader, Session, default_algorithm
+from tests.bgsub.test_sources import read_video
 
 
 def run_all(session: Session) -> list:
@@ -326,3 +327,60 @@ def test_session_roi_scale_and_min_area_go_through_the_pipeline(tiny_sequence):
     session.close()
     with pytest.raises(ValueError, match="--scale must be in"):
         Session(algo="knn", scale=0)
+
+
+def test_objects_are_found_when_shown_and_keep_their_track(tiny_sequence):
+    session = Session(algo="knn", min_area=0)
+    session.open(tiny_sequence)
+    assert session.step().objects is None  # nobody asked
+    session.set_show_objects(True)
+    session.set_min_area(20)
+    results = run_all(session)
+    tracked = [r for r in results if r.objects]
+    assert len(tracked) > 10
+    for r in tracked:
+        assert all(o.area >= 20 and o.track >= 1 and o.frame == r.index for o in r.objects)
+        # every box covers foreground of the final mask
+        for o in r.objects:
+            assert r.mask[o.y:o.y + o.height, o.x:o.x + o.width].any()
+    # The moving square (10x10, 3 pixels a frame) keeps one track id until it wraps around (frame 18).
+    square = [o for r in results if 8 <= r.index <= 17 for o in r.objects]
+    assert len(square) == 10 and {o.area for o in square} == {100} and len({o.track for o in square}) == 1
+    with pytest.raises(ValueError, match="min area must be a whole number >= 0"):
+        session.set_min_area(-1)
+    session.close()
+
+
+def test_overlay_video_and_objects_file_are_written_by_the_pipeline_sinks(tiny_sequence, tmp_path):
+    from bgsub.pipeline import draw_overlay
+
+    session = Session(algo="knn")
+    session.open(tiny_sequence)
+    for _ in range(3):
+        session.step()
+    session.set_overlay_video(tmp_path / "rec" / "overlay.mkv")
+    session.set_objects_file(tmp_path / "objects.csv")
+    assert session.output("overlay").path == tmp_path / "rec" / "overlay.mkv"
+    recorded = [session.step() for _ in range(10)]
+    # Nothing under the final names until the recording stops.
+    assert not (tmp_path / "rec" / "overlay.mkv").exists() and not (tmp_path / "objects.csv").exists()
+    finished = session.set_overlay_video(None)
+    assert finished.count == 10 and session.output("overlay") is None
+    frames = read_video(tmp_path / "rec" / "overlay.mkv")  # FFV1: lossless
+    assert len(frames) == 10
+    for frame, r in zip(frames, recorded):
+        assert np.array_equal(frame, draw_overlay(r.image, r.mask, r.objects))
+    session.step()  # still written to the objects file
+    [objects] = session.finish_outputs()
+    rows = (tmp_path / "objects.csv").read_text().splitlines()
+    assert rows[0] == "frame,track,x,y,width,height,area,cx,cy"
+    assert objects.count == len(rows) - 1 > 0
+    assert {int(r.split(",")[0]) for r in rows[1:]} <= set(range(4, 15))
+    # Opening another source finishes a running recording.
+    session.set_objects_file(tmp_path / "again.jsonl")
+    session.step()
+    session.open(tiny_sequence)
+    assert (tmp_path / "again.jsonl").exists() and session.output("objects") is None
+    with pytest.raises(ValueError, match="end the name in .jsonl or .csv"):
+        session.set_objects_file(tmp_path / "objects.txt")
+    session.close()

@@ -111,6 +111,21 @@ def olk_n(exp, x, r, nu, C, rho, rule, sv_threshold=0.0):
     return f, a, rho
 
 
+def olk_n_with_quantile_rho(exp, x, r, nu, C, rho, eta, nu_rho, lo, hi):
+    """OLK_N (eq. 65-67) with the offset moved by the nu-trick (Kivinen et al. eq. 16 applied to
+    OLK_N's score ``1 + rho - f``) before the step: novel (``f < 1 + rho``) lowers rho by
+    ``eta (1 - nu_rho)``, else it rises by ``eta nu_rho``; then clipped to ``[lo, hi]``.
+    Returns ``(f_t(x), a, rho_{t+1})``."""
+    f = exp.f(x)
+    rho = rho - eta * (1 - nu_rho) if f < 1 + rho else rho + eta * nu_rho
+    rho = min(max(rho, lo), hi)
+    kxx = exp.k(x, x)
+    a = min(max((1 + r - f) / kxx, nu), C)
+    exp.shrink(1 / (1 + r))
+    exp.add(x, a / (1 + r))
+    return f, a, rho
+
+
 # -------------------------------------------------------------------------- NORMA
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from learners import steps
-from learners.expansion import expansion_order, needs_renormalise
+from learners.expansion import expansion_order, expansion_sum, needs_renormalise
 from learners.kernels import EMPTY_LUT, KERNELS
 from tests.learners import _reference as ref
 
@@ -142,6 +142,47 @@ def test_olk_n_step_matches_reference(rule, kernel, kw, r, nu, C, budget, thr):
         interior += nu < a < C
     _assert_same_expansion(jit, exp)
     assert interior > 0  # the stream exercises the interior branch of rule (69)
+
+
+@pytest.mark.parametrize("eta,nu_rho,lo,hi,budget", [(0.02, 0.1, -0.9, 0.0, 30), (0.05, 0.3, -0.3, 0.5, None)])
+def test_olk_n_quantile_rho_matches_reference(eta, nu_rho, lo, hi, budget):
+    # the per-pixel nu-trick offset, applied by the caller before olk_n_update (RHO_QUANTILE)
+    X, _, _ = _stream(5)
+    r, nu, C = 0.01, 0.1, 0.5
+    jit = JitExpansion(2, _capacity(budget), "gaussian")
+    exp = ref.Expansion("gaussian", budget=budget)
+    rho_ref = rho = 0.0
+    novel = 0
+    for x in X:
+        f_ref, a_ref, rho_ref = ref.olk_n_with_quantile_rho(exp, x, r, nu, C, rho_ref, eta, nu_rho, lo, hi)
+        total, oldest = expansion_sum(x, jit.sv, jit.coef, jit.ring, *jit.kargs)
+        f = jit.scale * total
+        novel += f < 1.0 + rho
+        rho = steps.olk_n_quantile_rho(f, rho, eta, nu_rho, lo, hi)
+        a, rho = steps.olk_n_update(x, f, jit.scale * oldest, jit.sv, jit.coef, jit.ring, jit.scale, r, nu, C, rho,
+                                    steps.RHO_QUANTILE, 1.0, 0.0)
+        jit.decay(steps.olk_decay(r))
+        assert f == pytest.approx(f_ref, rel=RTOL, abs=ATOL)
+        assert a == pytest.approx(a_ref, rel=RTOL, abs=ATOL)
+        assert rho == pytest.approx(rho_ref, rel=1e-12, abs=1e-12)
+        assert lo <= rho <= hi
+    _assert_same_expansion(jit, exp)
+
+
+def test_olk_n_quantile_rho_makes_a_fraction_nu_novel():
+    # unclipped, the offset settles where a fraction nu of the observations is novel
+    rng = np.random.default_rng(0)
+    fs = rng.uniform(0.0, 2.0, 20000)
+    for nu in (0.05, 0.3):
+        rho, novel = 0.0, 0
+        for k, f in enumerate(fs):
+            if k >= 5000:
+                novel += f < 1.0 + rho
+            rho = steps.olk_n_quantile_rho(f, rho, 0.01, nu, -10.0, 10.0)
+        assert novel / 15000 == pytest.approx(nu, abs=0.02)
+    assert steps.olk_n_quantile_rho(0.0, -0.3, 0.1, 0.1, -0.3, 0.0) == -0.3  # clipped at lo
+    assert steps.olk_n_quantile_rho(5.0, 0.0, 0.1, 0.1, -0.3, 0.0) == 0.0  # and at hi
+    assert steps.olk_n_rho(5.0, 0.15, 0.1, 0.2, -0.2, steps.RHO_QUANTILE) == -0.2  # the step leaves it alone
 
 
 # ----------------------------------------------------------------------- NORMA

@@ -1,0 +1,576 @@
+"""Online EM for mixtures, one jitted step per sample (lecture seed 002).
+
+The E step of batch EM is replaced by a stochastic approximation on the
+sufficient statistics (Cappé & Moulines 2009; ALGORITHMS.md, "Online learning
+lecture")::
+
+    S <- (1 - eta_n) S + eta_n E[S(x_n) | theta(S)],      eta_n = max(1/n, floor)
+
+where ``theta(S)`` is the closed-form M step. Every step first evaluates the
+component densities under ``theta(S)`` (the E step), then moves ``S``; the
+parameters are never stored, only ``S``.
+
+Statistics (``K`` components, ``D`` features), all normalised averages:
+
+- ``s0`` (K,): ``E[r_k]``;
+- ``s1`` (K, D): ``E[r_k x]``;
+- Gaussian ``s2``: spherical (K,) ``E[r_k ||x||^2]``; diag (K, D) ``E[r_k x_d^2]``;
+  full (K, D, D) ``E[r_k x x^T]``.
+
+M step: ``w_k = s0_k / sum(s0)``, ``mu_k = s1_k / s0_k``; diag
+``var_kd = max(s2_kd / s0_k - mu_kd^2, 0) + reg``; spherical
+``var_k = max(s2_k / s0_k - ||mu_k||^2, 0) / D + reg``; full
+``cov_k = s2_k / s0_k - mu_k mu_k^T + reg I``. Bernoulli: ``mu_kd = s1_kd / s0_k``
+clipped to ``[eps, 1 - eps]``. A component with ``s0_k <= EMPTY`` is empty (zero
+responsibility, infinite distance).
+
+Birth (diag and spherical steps, used by the per-pixel subtractor): when the
+squared Mahalanobis distance of ``x`` to every component exceeds ``birth_d2``,
+the E step's responsibility goes entirely to the lightest component, which is
+restarted at ``x`` with variance ``var_init``: its statistics become
+``eta * (1, x, x^2 + var_init)`` while the others shrink by ``1 - eta`` (the
+stochastic E step with that component's old statistics discarded; the
+"replace the least probable distribution" rule of Stauffer & Grimson). With
+``birth_d2 = inf`` the step is plain online EM (the estimators use it so).
+
+Responsibilities of components farther than ``TAIL`` in squared distance than
+the nearest are set to 0 (relative share below ``1.1e-7``, float32 resolution), which spares the
+per-pixel loop its exponentials in the common case of one matching component.
+The diag/spherical steps keep the M step's parameters (means, inverse
+variances, normalisers) in caches next to ``S`` and recompute them only for
+the components whose statistics changed other than by the common shrink.
+
+Every step returns ``(dens_sum, total, dmin)`` from which
+:func:`log_likelihood` gives ``log p(x)`` under the model *before* the step,
+and leaves the squared distances ``d2`` and the responsibilities ``resp`` in
+its scratch arrays.
+
+This module imports only numpy and numba.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+#: s0 at or below this: the component is empty.
+EMPTY = 1e-20
+#: Stands for an infinite squared distance (fastmath here keeps inf/nan semantics off the hot path).
+FAR = 1e300
+LOG_2PI = math.log(2.0 * math.pi)
+#: A component whose squared distance exceeds the nearest one's by more than this gets
+#: responsibility 0 (its true share is below exp(-TAIL/2) = 1.1e-7 times the nearest one's, float32 resolution).
+TAIL = 32.0
+
+# fastmath without "nnan"/"ninf": the steps compare against FAR and may see inf.
+_FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}
+
+
+@njit(cache=True)
+def learning_rate(n, floor):
+    """``eta_n = max(1/n, floor)`` for the ``n``-th sample (``n >= 1``)."""
+    r = 1.0 / n
+    return r if r > floor else floor
+
+
+@njit(cache=True)
+def log_likelihood(dens_sum, total, dmin, D):
+    """``log p(x)`` from a step's ``(dens_sum, total, dmin)``; ``-inf`` when every component is empty."""
+    if dens_sum <= 0.0:
+        return -np.inf
+    return math.log(dens_sum / total) - 0.5 * dmin - 0.5 * D * LOG_2PI
+
+
+# ----------------------------------------------------------------------------
+# Gaussian, diagonal and spherical covariances
+# ----------------------------------------------------------------------------
+
+
+@njit(cache=True, fastmath=_FAST, inline="always")
+def gaussian_m_step(k, s0, s1, s2, spherical, reg, mu, ivar, nrm):
+    """Closed-form M step of component ``k``: its statistics into the parameter caches.
+
+    ``mu[k] = s1[k] / s0[k]``; ``ivar[k]`` the inverse variance(s) (``reg``
+    included), (D,) diag or (1,) spherical; ``nrm[k] = |Sigma_k|^(-1/2)``.
+    """
+    a = np.float64(s0[k])
+    D = mu.shape[1]
+    if a <= EMPTY:
+        nrm[k] = 0.0
+        return
+    inv = 1.0 / a
+    if spherical:
+        sq = 0.0
+        for c in range(D):
+            m = s1[k, c] * inv
+            mu[k, c] = m
+            sq += m * m
+        v = (s2[k, 0] * inv - sq) / D
+        if v < 0.0:
+            v = 0.0
+        iv = 1.0 / (v + reg)
+        ivar[k, 0] = iv
+        idet = iv
+        for c in range(1, D):
+            idet *= iv
+    else:
+        idet = 1.0
+        for c in range(D):
+            m = s1[k, c] * inv
+            mu[k, c] = m
+            v = s2[k, c] * inv - m * m
+            if v < 0.0:
+                v = 0.0
+            iv = 1.0 / (v + reg)
+            ivar[k, c] = iv
+            idet *= iv
+    nrm[k] = math.sqrt(idet)
+
+
+@njit(cache=True, fastmath=_FAST, inline="always")
+def _gaussian_e(x, s0, mu, ivar, nrm, spherical, d2, resp):
+    """E step: squared Mahalanobis distances into ``d2``, responsibilities into ``resp``.
+
+    Densities are kept as ``w_k |Sigma_k|^(-1/2) exp(-(d2_k - dmin) / 2)`` (the
+    common factor ``exp(-dmin/2) (2 pi)^(-D/2)`` left out), so nothing
+    underflows however far ``x`` is. Returns ``(dens_sum, total, dmin)``.
+    """
+    K = s0.shape[0]
+    D = x.shape[0]
+    total = 0.0
+    for k in range(K):
+        total += s0[k]
+    dmin = FAR
+    for k in range(K):
+        if s0[k] <= EMPTY:
+            d2[k] = FAR
+            continue
+        q = 0.0
+        if spherical:
+            for c in range(D):
+                diff = x[c] - mu[k, c]
+                q += diff * diff
+            q *= ivar[k, 0]
+        else:
+            for c in range(D):
+                diff = x[c] - mu[k, c]
+                q += diff * diff * ivar[k, c]
+        d2[k] = q
+        if q < dmin:
+            dmin = q
+    dens_sum = 0.0
+    for k in range(K):
+        r = 0.0
+        if d2[k] < FAR:
+            gap = d2[k] - dmin
+            if gap < TAIL:
+                # beyond TAIL the density counts as 0 (below exp(-TAIL / 2) of the nearest one)
+                r = s0[k] * nrm[k]
+                if gap > 0.0:
+                    r *= math.exp(-0.5 * gap)
+        resp[k] = r
+        dens_sum += r
+    if dens_sum > 0.0:
+        inv_sum = 1.0 / dens_sum
+        for k in range(K):
+            resp[k] *= inv_sum
+    return dens_sum, total, dmin
+
+
+@njit(cache=True, fastmath=_FAST, inline="always")
+def _gaussian_update(x, eta, s0, s1, s2, spherical, reg, mu, ivar, nrm, resp):
+    """``S <- (1 - eta) S + eta * resp (x) (1, x, x^2)`` (in place), then the M step.
+
+    A component with zero responsibility only shrinks, which leaves its mean and
+    variance unchanged: only the others' caches are recomputed.
+    """
+    K = s0.shape[0]
+    D = x.shape[0]
+    keep = 1.0 - eta
+    for k in range(K):
+        g = eta * resp[k]
+        s0[k] = keep * s0[k] + g
+        if g > 0.0:
+            sq = 0.0
+            for c in range(D):
+                xc = np.float64(x[c])
+                s1[k, c] = keep * s1[k, c] + g * xc
+                if spherical:
+                    sq += xc * xc
+                else:
+                    s2[k, c] = keep * s2[k, c] + g * xc * xc
+            if spherical:
+                s2[k, 0] = keep * s2[k, 0] + g * sq
+            gaussian_m_step(k, s0, s1, s2, spherical, reg, mu, ivar, nrm)
+        elif s0[k] > 0.0:
+            for c in range(D):
+                s1[k, c] = keep * s1[k, c]
+            for c in range(s2.shape[1]):
+                s2[k, c] = keep * s2[k, c]
+
+
+@njit(cache=True, fastmath=_FAST)
+def gaussian_birth(x, eta, s0, s1, s2, spherical, reg, mu, ivar, nrm, var_init, k):
+    """Restart component ``k`` at ``x`` with variance ``var_init`` and weight ``eta``; shrink the others.
+
+    Deliberately not ``inline="always"``: inlined into the subtractor's ``prange``
+    loop over ``carray`` views, numba 0.68 dropped its writes to ``s0[k]`` and
+    ``s2[k, 0]`` (found by the frame-loop-equals-step test).
+    """
+    K = s0.shape[0]
+    D = x.shape[0]
+    keep = 1.0 - eta
+    for j in range(K):
+        if j != k:
+            s0[j] = keep * s0[j]
+            for c in range(D):
+                s1[j, c] = keep * s1[j, c]
+            for c in range(s2.shape[1]):
+                s2[j, c] = keep * s2[j, c]
+    s0[k] = eta
+    sq = 0.0
+    for c in range(D):
+        xc = np.float64(x[c])
+        s1[k, c] = eta * xc
+        if spherical:
+            sq += xc * xc
+        else:
+            s2[k, c] = eta * (xc * xc + var_init)
+    if spherical:
+        s2[k, 0] = eta * (sq + D * var_init)
+    gaussian_m_step(k, s0, s1, s2, spherical, reg, mu, ivar, nrm)
+
+
+@njit(cache=True, inline="always")
+def lightest(s0):
+    """Index of the component with the smallest ``s0`` (the first on ties)."""
+    k = 0
+    for j in range(1, s0.shape[0]):
+        if s0[j] < s0[k]:
+            k = j
+    return k
+
+
+@njit(cache=True, fastmath=_FAST, inline="always")
+def gaussian_step(x, eta, s0, s1, s2, spherical, reg, mu, ivar, nrm, birth_d2, var_init, d2, resp):
+    """One online-EM step of a diagonal (``spherical=False``, ``s2`` (K, D)) or
+    spherical (``spherical=True``, ``s2`` (K, 1)) Gaussian mixture.
+
+    Parameters
+    ----------
+    x : (D,) array
+        The sample (any numeric dtype).
+    eta : float
+        Step size ``eta_n`` (:func:`learning_rate`).
+    s0, s1, s2 : float arrays (K,), (K, D), (K, D) or (K, 1)
+        Sufficient statistics, updated in place.
+    spherical : bool
+    reg : float
+        Added to every variance (> 0).
+    mu, ivar, nrm : float arrays (K, D), like ``s2``, (K,)
+        The M step's parameters (means, inverse variances, ``|Sigma|^(-1/2)``),
+        kept equal to ``M(S)`` (:func:`gaussian_m_step`); updated in place.
+    birth_d2 : float
+        Restart the lightest component at ``x`` when ``x``'s squared Mahalanobis
+        distance to every component exceeds this (``inf``: never).
+    var_init : float
+        Variance of a restarted component.
+    d2, resp : float64 (K,)
+        Scratch: squared distances and responsibilities under the model before the step.
+
+    Returns
+    -------
+    dens_sum, total, dmin : float
+        See :func:`log_likelihood`.
+    """
+    dens_sum, total, dmin = _gaussian_e(x, s0, mu, ivar, nrm, spherical, d2, resp)
+    if dmin > birth_d2:
+        gaussian_birth(x, eta, s0, s1, s2, spherical, reg, mu, ivar, nrm, var_init, lightest(s0))
+    else:
+        _gaussian_update(x, eta, s0, s1, s2, spherical, reg, mu, ivar, nrm, resp)
+    return dens_sum, total, dmin
+
+
+@njit(cache=True, fastmath=_FAST, inline="always")
+def gaussian_evaluate(x, s0, mu, ivar, nrm, spherical, d2, resp):
+    """The E step of :func:`gaussian_step` alone (no update): ``(dens_sum, total, dmin)``."""
+    return _gaussian_e(x, s0, mu, ivar, nrm, spherical, d2, resp)
+
+
+@njit(cache=True)
+def gaussian_m_step_all(s0, s1, s2, spherical, reg, mu, ivar, nrm):
+    """:func:`gaussian_m_step` for every component (after setting the statistics directly)."""
+    for k in range(s0.shape[0]):
+        gaussian_m_step(k, s0, s1, s2, spherical, reg, mu, ivar, nrm)
+
+
+# ----------------------------------------------------------------------------
+# Gaussian, full covariances
+# ----------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _cholesky_inplace(A, D):
+    """Lower Cholesky factor of the symmetric positive-definite ``A`` (in place); False if not PD."""
+    for j in range(D):
+        s = A[j, j]
+        for p in range(j):
+            s -= A[j, p] * A[j, p]
+        if s <= 0.0:
+            return False
+        A[j, j] = math.sqrt(s)
+        for i in range(j + 1, D):
+            t = A[i, j]
+            for p in range(j):
+                t -= A[i, p] * A[j, p]
+            A[i, j] = t / A[j, j]
+    return True
+
+
+@njit(cache=True)
+def _gaussian_full_e(x, s0, s1, s2, reg, d2, resp, work, z):
+    K = s0.shape[0]
+    D = x.shape[0]
+    total = 0.0
+    for k in range(K):
+        total += s0[k]
+    dmin = FAR
+    logs = np.empty(K)
+    for k in range(K):
+        a = s0[k]
+        if a <= EMPTY:
+            d2[k] = FAR
+            continue
+        inv = 1.0 / a
+        for i in range(D):
+            z[i] = s1[k, i] * inv
+        for i in range(D):
+            for j in range(D):
+                work[i, j] = s2[k, i, j] * inv - z[i] * z[j]
+            work[i, i] += reg
+        if not _cholesky_inplace(work, D):
+            d2[k] = FAR
+            continue
+        logdet = 0.0
+        q = 0.0
+        # forward substitution L y = x - mu
+        for i in range(D):
+            t = x[i] - z[i]
+            for p in range(i):
+                t -= work[i, p] * z[p]  # z[p] now holds y[p] for p < i
+            z[i] = t / work[i, i]
+            # z[i] was mu_i: consumed above before being overwritten
+            q += z[i] * z[i]
+            logdet += 2.0 * math.log(work[i, i])
+        d2[k] = q
+        logs[k] = math.log(a) - 0.5 * logdet
+        if q < dmin:
+            dmin = q
+    lmax = -FAR
+    for k in range(K):
+        if d2[k] < FAR:
+            logs[k] -= 0.5 * (d2[k] - dmin)
+            if logs[k] > lmax:
+                lmax = logs[k]
+    dens_sum = 0.0
+    for k in range(K):
+        if d2[k] < FAR:
+            resp[k] = math.exp(logs[k] - lmax)
+            dens_sum += resp[k]
+        else:
+            resp[k] = 0.0
+    if dens_sum > 0.0:
+        for k in range(K):
+            resp[k] /= dens_sum
+        dens_sum *= math.exp(lmax)
+    return dens_sum, total, dmin
+
+
+@njit(cache=True)
+def gaussian_full_step(x, eta, s0, s1, s2, reg, d2, resp, work, z):
+    """One online-EM step of a full-covariance Gaussian mixture (``s2`` (K, D, D)).
+
+    ``work`` (D, D) and ``z`` (D,) are float64 scratch. Same contract as
+    :func:`gaussian_step` without birth.
+    """
+    dens_sum, total, dmin = _gaussian_full_e(x, s0, s1, s2, reg, d2, resp, work, z)
+    K = s0.shape[0]
+    D = x.shape[0]
+    keep = 1.0 - eta
+    for k in range(K):
+        g = eta * resp[k]
+        s0[k] = keep * s0[k] + g
+        for i in range(D):
+            s1[k, i] = keep * s1[k, i] + g * x[i]
+            for j in range(D):
+                s2[k, i, j] = keep * s2[k, i, j] + g * x[i] * x[j]
+    return dens_sum, total, dmin
+
+
+@njit(cache=True)
+def gaussian_full_evaluate(x, s0, s1, s2, reg, d2, resp, work, z):
+    """The E step of :func:`gaussian_full_step` alone."""
+    return _gaussian_full_e(x, s0, s1, s2, reg, d2, resp, work, z)
+
+
+# ----------------------------------------------------------------------------
+# Bernoulli
+# ----------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _bernoulli_e(x, s0, s1, eps, resp):
+    K = s0.shape[0]
+    D = x.shape[0]
+    total = 0.0
+    for k in range(K):
+        total += s0[k]
+    lmax = -FAR
+    for k in range(K):
+        a = s0[k]
+        if a <= EMPTY:
+            resp[k] = -FAR
+            continue
+        ll = math.log(a)
+        for d in range(D):
+            m = s1[k, d] / a
+            if m < eps:
+                m = eps
+            elif m > 1.0 - eps:
+                m = 1.0 - eps
+            ll += math.log(m) if x[d] > 0.5 else math.log(1.0 - m)
+        resp[k] = ll
+        if ll > lmax:
+            lmax = ll
+    dens_sum = 0.0
+    for k in range(K):
+        if resp[k] > -FAR:
+            resp[k] = math.exp(resp[k] - lmax)
+            dens_sum += resp[k]
+        else:
+            resp[k] = 0.0
+    if dens_sum > 0.0:
+        for k in range(K):
+            resp[k] /= dens_sum
+    return dens_sum, total, lmax
+
+
+@njit(cache=True)
+def bernoulli_step(x, eta, s0, s1, eps, resp):
+    """One online-EM step of a mixture of Bernoullis on binary ``x`` (D,).
+
+    Returns ``log p(x)`` under the model before the step.
+    """
+    dens_sum, total, lmax = _bernoulli_e(x, s0, s1, eps, resp)
+    K = s0.shape[0]
+    D = x.shape[0]
+    keep = 1.0 - eta
+    for k in range(K):
+        g = eta * resp[k]
+        s0[k] = keep * s0[k] + g
+        for d in range(D):
+            s1[k, d] = keep * s1[k, d] + (g if x[d] > 0.5 else 0.0)
+    if dens_sum <= 0.0:
+        return -np.inf
+    return math.log(dens_sum / total) + lmax
+
+
+@njit(cache=True)
+def bernoulli_evaluate(x, s0, s1, eps, resp):
+    """``log p(x)`` and responsibilities (in ``resp``) without updating."""
+    dens_sum, total, lmax = _bernoulli_e(x, s0, s1, eps, resp)
+    if dens_sum <= 0.0:
+        return -np.inf
+    return math.log(dens_sum / total) + lmax
+
+
+# ----------------------------------------------------------------------------
+# streams: the estimators' loops over rows
+# ----------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def gaussian_fit_stream(X, n_seen, floor, s0, s1, s2, spherical, reg, mu, ivar, nrm, loglik):
+    """Step a diag/spherical mixture through the rows of ``X`` in order.
+
+    ``loglik[i]`` receives ``log p(X[i])`` under the model before its step.
+    ``n_seen`` counts the samples (and pseudo-samples) before ``X[0]``. Returns
+    the new count.
+    """
+    K = s0.shape[0]
+    D = X.shape[1]
+    d2 = np.empty(K)
+    resp = np.empty(K)
+    n = n_seen
+    for i in range(X.shape[0]):
+        n += 1
+        a, t, m = gaussian_step(X[i], learning_rate(n, floor), s0, s1, s2, spherical, reg, mu, ivar, nrm, np.inf, 0.0,
+                                d2, resp)
+        loglik[i] = log_likelihood(a, t, m, D)
+    return n
+
+
+@njit(cache=True)
+def gaussian_full_fit_stream(X, n_seen, floor, s0, s1, s2, reg, loglik):
+    """Full-covariance counterpart of :func:`gaussian_fit_stream`."""
+    K = s0.shape[0]
+    D = X.shape[1]
+    d2 = np.empty(K)
+    resp = np.empty(K)
+    work = np.empty((D, D))
+    z = np.empty(D)
+    n = n_seen
+    for i in range(X.shape[0]):
+        n += 1
+        a, t, m = gaussian_full_step(X[i], learning_rate(n, floor), s0, s1, s2, reg, d2, resp, work, z)
+        loglik[i] = log_likelihood(a, t, m, D)
+    return n
+
+
+@njit(cache=True)
+def gaussian_score_rows(X, s0, mu, ivar, nrm, spherical, loglik, resp_out):
+    """``log p(X[i])`` and the responsibilities of every row (diag/spherical), without learning."""
+    K = s0.shape[0]
+    D = X.shape[1]
+    d2 = np.empty(K)
+    resp = np.empty(K)
+    for i in range(X.shape[0]):
+        a, t, m = gaussian_evaluate(X[i], s0, mu, ivar, nrm, spherical, d2, resp)
+        loglik[i] = log_likelihood(a, t, m, D)
+        resp_out[i] = resp
+
+
+@njit(cache=True)
+def gaussian_full_score_rows(X, s0, s1, s2, reg, loglik, resp_out):
+    """Full-covariance counterpart of :func:`gaussian_score_rows`."""
+    K = s0.shape[0]
+    D = X.shape[1]
+    d2 = np.empty(K)
+    resp = np.empty(K)
+    work = np.empty((D, D))
+    z = np.empty(D)
+    for i in range(X.shape[0]):
+        a, t, m = gaussian_full_evaluate(X[i], s0, s1, s2, reg, d2, resp, work, z)
+        loglik[i] = log_likelihood(a, t, m, D)
+        resp_out[i] = resp
+
+
+@njit(cache=True)
+def bernoulli_fit_stream(X, n_seen, floor, s0, s1, eps, loglik):
+    """Bernoulli counterpart of :func:`gaussian_fit_stream`."""
+    resp = np.empty(s0.shape[0])
+    n = n_seen
+    for i in range(X.shape[0]):
+        n += 1
+        loglik[i] = bernoulli_step(X[i], learning_rate(n, floor), s0, s1, eps, resp)
+    return n
+
+
+@njit(cache=True)
+def bernoulli_score_rows(X, s0, s1, eps, loglik, resp_out):
+    """``log p(X[i])`` and responsibilities of every row, without learning."""
+    resp = np.empty(s0.shape[0])
+    for i in range(X.shape[0]):
+        loglik[i] = bernoulli_evaluate(X[i], s0, s1, eps, resp)
+        for k in range(s0.shape[0]):
+            resp_out[i, k] = resp[k]

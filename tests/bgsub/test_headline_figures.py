@@ -1,0 +1,39 @@
+"""The README's headline quality figures, measured again on the real data (skipped where it is absent).
+
+Pinned: the default ``olkn``'s F on the full CDnet highway (about 20 s of CPU), and
+the mean F of the defaults over the 9 short UCSD clips (a documented subset of the
+16 dev sequences, for speed: the full dev mean takes minutes). Scoring is
+``bgsub eval``'s (:func:`bgsub.commands.eval.evaluate`). A change that moves these
+by more than 0.01 must update README.md and docs/parameters.md.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import bgsub
+from bgsub.commands.eval import evaluate, resolve_sequences
+
+pytestmark = pytest.mark.data
+
+#: Documented values (README "Measured results", docs/parameters.md).
+HIGHWAY_F_OLKN = 0.950
+UCSD_MEAN_F = {"olkn": 0.353, "norma": 0.246}
+
+
+def test_default_olkn_highway_f(highway):
+    rows, mean, failed = evaluate([highway], lambda: bgsub.create("olkn"))
+    assert not failed
+    assert rows[0]["F"] == pytest.approx(HIGHWAY_F_OLKN, abs=0.01)
+
+
+@pytest.mark.parametrize("algo", sorted(UCSD_MEAN_F))
+def test_default_mean_f_on_the_ucsd_clips(shared_data, algo):
+    root = shared_data / "bgs" / "ucsd"
+    if not root.is_dir():
+        pytest.skip(f"UCSD sequences not found at {root}")
+    paths = resolve_sequences([root])
+    assert len(paths) == 9
+    rows, mean, failed = evaluate(paths, lambda: bgsub.create(algo))
+    assert not failed
+    assert mean["F"] == pytest.approx(UCSD_MEAN_F[algo], abs=0.01)

@@ -1,0 +1,107 @@
+"""The online-EM subtractor: the frame loop is the learners' step per pixel; OpenCV-style API."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bgsub
+from bgsub.models.oem import OEM_PARAMS, OEMSubtractor
+from learners import online_em
+
+
+def _frames(n=40, H=24, W=40, seed=0):
+    rng = np.random.default_rng(seed)
+    bg = rng.integers(40, 200, size=(H, W, 3)).astype(np.int16)
+    out = []
+    for t in range(n):
+        f = bg + rng.normal(0, 3, size=bg.shape).round().astype(np.int16)
+        if t >= 30:
+            x = 3 * (t - 30)
+            f[8:16, x:x + 6] = (250, 20, 20)  # a red block moving 3 pixels a frame
+        out.append(np.clip(f, 0, 255).astype(np.uint8))
+    return out
+
+
+@pytest.mark.parametrize("covariance", ["spherical", "diag"])
+def test_frame_loop_is_the_learners_step_per_pixel(covariance):
+    sub = OEMSubtractor(covariance=covariance, median=0, n_components=3)
+    frames = _frames(12, H=5, W=6)
+    sub.apply(frames[0])
+    state = [a.copy() for a in (sub.s0_, sub.s1_, sub.s2_, sub.mu_, sub.ivar_, sub.nrm_)]
+    p = sub.params
+    d2, resp = np.empty(3), np.empty(3)
+    for n, f in enumerate(frames[1:], start=2):
+        eta = online_em.learning_rate(n, p["learning_floor"])
+        for i in range(5):
+            for j in range(6):
+                online_em.gaussian_step(f[i, j].copy(), eta, *(a[i, j] for a in state[:3]),
+                                        covariance == "spherical", p["min_var"], *(a[i, j] for a in state[3:]),
+                                        p["birth"] ** 2, p["var_init"], d2, resp)
+        sub.apply(f)
+        for got, want in zip((sub.s0_, sub.s1_, sub.s2_, sub.mu_, sub.ivar_, sub.nrm_), state):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_bootstraps_on_the_first_frame_and_detects_a_moving_object():
+    frames = _frames()
+    sub = bgsub.create("oem")
+    first = sub.apply(frames[0])
+    assert first.dtype == np.uint8 and first.shape == (24, 40) and not first.any()
+    for f in frames[1:]:
+        mask = sub.apply(f)
+    block = np.zeros((24, 40), bool)
+    block[8:16, 27:33] = True
+    raw = sub.getRawMask()
+    assert (raw[block] == 255).all()
+    assert (raw[~block] == 0).mean() > 0.97
+    assert (mask[~block] == 0).all() and mask[block].any()  # the median filter trims the block's corners
+    bg = sub.getBackgroundImage()
+    assert bg.shape == (24, 40, 3) and np.abs(bg.astype(int)[0:6] - frames[0].astype(int)[0:6]).mean() < 4
+    score = sub.getScoreMap()
+    lo, hi = sub.score_range
+    assert score.dtype == np.float32 and lo <= score.min() and score.max() <= hi
+    assert ((score > 0) == (sub.getRawMask() == 255)).all()
+
+
+def test_learning_rate_zero_freezes_and_fgmask_is_written():
+    frames = _frames(6)
+    sub = OEMSubtractor()
+    for f in frames[:3]:
+        sub.apply(f)
+    before = [getattr(sub, a).copy() for a in OEMSubtractor._STATE_ARRAYS]
+    out = np.zeros((24, 40), np.uint8)
+    mask = sub.apply(frames[3], out, 0)
+    assert mask is out
+    for name, b in zip(OEMSubtractor._STATE_ARRAYS, before):
+        np.testing.assert_array_equal(getattr(sub, name), b)
+    sub.apply(frames[4], learningRate=0.5)
+    assert not np.array_equal(sub.s0_, before[0]) or not np.array_equal(sub.s1_, before[1])
+
+
+def test_state_arrays_params_and_registry():
+    sub = bgsub.create("oem", n_components=4, covariance="diag", color="gray")
+    assert not sub.empty() and sub.getDefaultName() == "BackgroundSubtractor_OEMSubtractor"
+    sub.apply(_frames(1)[0])
+    shapes = {name: getattr(sub, name).shape for name in OEMSubtractor._STATE_ARRAYS}
+    assert shapes["s0_"] == (24, 40, 4) and shapes["s2_"] == (24, 40, 4, 1) and shapes["mu_"] == (24, 40, 4, 1)
+    assert "oem" in bgsub.algorithms()
+    assert {p.name for p in bgsub.param_specs("oem")} == {p.name for p in OEM_PARAMS}
+    assert sub.set_params(threshold=5.0) is False and sub.s0_ is not None
+    assert sub.set_params(n_components=2) is True and sub.s0_ is None
+    assert sub.get_params()["n_components"] == 2
+
+
+def test_bad_input_gets_one_clear_line():
+    sub = OEMSubtractor()
+    with pytest.raises(ValueError, match="uint8"):
+        sub.apply(np.zeros((4, 4), np.float32))
+    with pytest.raises(ValueError, match="learningRate"):
+        sub.apply(np.zeros((4, 4), np.uint8), learningRate=2)
+    sub.apply(np.zeros((4, 4), np.uint8))
+    with pytest.raises(ValueError, match="frame size changed"):
+        sub.apply(np.zeros((5, 4), np.uint8))
+    with pytest.raises(ValueError, match="no parameter 'width'"):
+        OEMSubtractor(width=3)
+    with pytest.raises(ValueError, match="median must be 0 or an odd"):
+        OEMSubtractor(median=4)
