@@ -26,15 +26,16 @@ from bgsub.commands._common import check_positive, error, parse_size
 
 __all__ = ["add_arguments", "main", "load_frames", "benchmark"]
 
-DEFAULT_SIZES = ("320x240", "1280x720")
+DEFAULT_SIZES = ("320x240", "1280x720", "1920x1080")
 DEFAULT_ALGOS = ("olkn", "norma", "knn", "mog2")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--algo", dest="algos", action="append", default=None, metavar="NAME",
-                        help="algorithm to time (repeatable; default: olkn, norma, knn, mog2)")
+    parser.add_argument("--algo", dest="algos", action="append", default=None, metavar="NAME[:PRESET]",
+                        help="algorithm to time, optionally with one of its presets, e.g. olkn:fast "
+                             "(repeatable; default: olkn, norma, knn, mog2)")
     parser.add_argument("--size", dest="sizes", action="append", default=None, metavar="WxH",
-                        help="frame size (repeatable; default: 320x240 and 1280x720)")
+                        help="frame size (repeatable; default: 320x240, 1280x720 and 1920x1080)")
     parser.add_argument("--frames", type=int, default=None, metavar="N",
                         help="timed frames per round (default: 150 at 320x240, scaled down for larger frames)")
     parser.add_argument("--rounds", type=int, default=3, metavar="R", help="interleaved rounds (default 3)")
@@ -83,8 +84,11 @@ def _time_algo(algo: str, frames: list[np.ndarray], warmup: list[np.ndarray]) ->
     """fps of ``algo``'s ``apply`` on ``frames``, run through the frame pipeline with no sinks."""
     import bgsub
     from bgsub.pipeline import Pipeline
+    from bgsub.settings import resolve_algorithm
 
-    pipeline = Pipeline(bgsub.create(algo))
+    name, _, preset = algo.partition(":")
+    name, params = resolve_algorithm(name, [], None, preset or None)
+    pipeline = Pipeline(bgsub.create(name, **params))
     pipeline.run(warmup, catch_interrupt=False)
     result = pipeline.run(frames, catch_interrupt=False)
     if result.error is not None:
@@ -139,9 +143,13 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         algos = tuple(args.algos or DEFAULT_ALGOS)
+        from bgsub.settings import resolve_algorithm
+
         for a in algos:
-            if a not in bgsub.algorithms():
-                raise ValueError(f"unknown algorithm {a!r}; choose from {', '.join(bgsub.algorithms())}")
+            name, _, preset = a.partition(":")
+            if name not in bgsub.algorithms():
+                raise ValueError(f"unknown algorithm {name!r}; choose from {', '.join(bgsub.algorithms())}")
+            resolve_algorithm(name, [], None, preset or None)  # an unknown preset: a one-line error here
         sizes = [parse_size(s, "--size", 8, "320x240") for s in (args.sizes or DEFAULT_SIZES)]
         check_positive(args.rounds, "--rounds")
         check_positive(args.frames, "--frames")
@@ -156,8 +164,8 @@ def main(args: argparse.Namespace) -> int:
           f"OpenCV threads {rep['opencv_threads']}")
     for s in rep["sizes"]:
         print(f"\n{s['size']} ({s['frames']} timed frames)")
-        print(f"{'algo':<8} {'fps':>9} {'x KNN':>7}")
+        print(f"{'algo':<10} {'fps':>9} {'x KNN':>7}")
         for r in s["results"]:
             ratio = r.get("ratio_to_knn")
-            print(f"{r['algo']:<8} {r['fps']:>9.1f} {ratio if ratio is None else f'{ratio:.2f}':>7}")
+            print(f"{r['algo']:<10} {r['fps']:>9.1f} {ratio if ratio is None else f'{ratio:.2f}':>7}")
     return 0

@@ -50,6 +50,8 @@ OLKN_PRESETS = {
               "color": "bgr", "blur": 0.0, "init": "empty", "update_prob": 1.0, "fg_update_prob": 1.0,
               "update_mask": "raw", "median": 0, "open": 0, "close": 0, "min_area": 0, "init_radius": 1,
               "diffuse_prob": 0.0},
+    # HD at speed: the model at a quarter of the frame size, a 3x3 median there (docs/performance.md)
+    "fast": {"process_scale": 0.25, "median": 3},
 }
 
 

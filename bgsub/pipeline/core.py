@@ -10,10 +10,21 @@ skipped and counted (``decode_errors``); a frame that cannot be processed --
 its size changes, the subtractor rejects it, an output cannot be written --
 stops that input with a one-line message in :attr:`PipelineResult.error`, and
 every output written before it is kept and complete. Nothing is raised.
+
+Threads (:meth:`Pipeline.run`): decoding, subtraction and writing overlap. A
+reader thread pulls frames from the source a few frames ahead (OpenCV's
+decoders and image readers release the GIL), the calling thread runs the
+subtractor (its numba kernels release the GIL too) and the sinks that must see
+the frames in step (scores, checkpoints, callbacks, the preview), and a writer
+thread encodes and writes the file sinks marked ``background`` (mask PNGs,
+videos, object files), in frame order. The frame policy is unchanged: a
+source error or a failed write stops the input at that frame, and the outputs
+written before it are complete.
 """
 
 from __future__ import annotations
 
+import queue
 import signal
 import threading
 import time
@@ -141,6 +152,119 @@ class _Frames:
         return f"{self.frames_read} frames"
 
 
+#: Frames the reader thread decodes ahead of the subtractor, and frames the writer thread may lag behind.
+READ_AHEAD = 4
+WRITE_BEHIND = 8
+
+
+class _ReadAhead:
+    """Iterates a source on a reader thread, up to ``depth`` frames ahead of the consumer.
+
+    ``next()`` returns the frames in order and re-raises, in the consumer's
+    thread, whatever the source raised (``SourceError`` included). The source's
+    iterator is created, advanced and closed on the reader thread only.
+    """
+
+    def __init__(self, source, depth: int = READ_AHEAD) -> None:
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._done = False
+        self._thread = threading.Thread(target=self._read, args=(source,), name="bgsub-reader", daemon=True)
+        self._thread.start()
+
+    def _put(self, item) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _read(self, source) -> None:
+        iterator = None
+        try:
+            iterator = iter(source)
+            for frame in iterator:
+                if not self._put(("frame", frame)):
+                    return
+            self._put(("end", None))
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+            self._put(("error", exc))
+        finally:
+            closer = getattr(iterator, "close", None)
+            if closer is not None:
+                closer()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._done:
+            raise StopIteration
+        kind, value = self._queue.get()
+        if kind == "frame":
+            return value
+        self._done = True
+        if kind == "end":
+            raise StopIteration
+        raise value
+
+    def close(self) -> None:
+        """Stop the reader (after the frame it is decoding) and wait for it; the source's iterator is closed."""
+        self._stop.set()
+        while self._thread.is_alive():
+            try:
+                self._queue.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        self._thread.join()
+
+
+class _WriteBehind:
+    """Calls the ``background`` sinks' ``write`` on a writer thread, frame by frame in order.
+
+    The first exception stops the writing (nothing after it is written) and is
+    kept in :attr:`error` with its frame number; a sink returning ``False`` sets
+    :attr:`stop`.
+    """
+
+    def __init__(self, sinks, depth: int = WRITE_BEHIND) -> None:
+        self.sinks = list(sinks)
+        self.error: tuple[int, BaseException] | None = None
+        self.stop = False
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._thread = threading.Thread(target=self._write, name="bgsub-writer", daemon=True)
+        self._thread.start()
+
+    def _write(self) -> None:
+        while True:
+            out = self._queue.get()
+            try:
+                if out is None:
+                    return
+                if self.error is None:
+                    for sink in self.sinks:
+                        if sink.write(out) is False:
+                            self.stop = True
+            except BaseException as exc:  # noqa: BLE001 - reported by the pipeline
+                self.error = (out.index, exc)
+            finally:
+                self._queue.task_done()
+
+    def put(self, out: FrameOutput) -> None:
+        self._queue.put(out)
+
+    def flush(self) -> None:
+        """Wait until everything queued so far is written (or failed)."""
+        self._queue.join()
+
+    def finish(self) -> None:
+        """Write everything queued, then end the thread."""
+        self._queue.put(None)
+        self._thread.join()
+
+
 class Pipeline:
     """A subtractor with its pre-processing, post-processing and sinks.
 
@@ -182,6 +306,7 @@ class Pipeline:
         self.sequence = None
         self.apply_seconds = 0.0
         self._stop = False
+        self._writer: _WriteBehind | None = None
 
     @property
     def score_range(self) -> tuple[float, float]:
@@ -221,9 +346,23 @@ class Pipeline:
         out = FrameOutput(frame.index, frame.image, mask, score, self.score_range, objects,
                           frame.groundtruth, frame.roi, scored)
         self._stop = False
+        writer = self._writer
+        queued = False
         for sink in self.sinks:
+            if writer is not None:
+                if sink.background:
+                    continue
+                saves_next = getattr(sink, "saves_next", None)
+                if saves_next is not None and saves_next() and not queued:
+                    writer.put(out)
+                    writer.flush()
+                    queued = True
             if sink.write(out) is False:
                 self._stop = True
+        if writer is not None:
+            if not queued:
+                writer.put(out)
+            self._stop = self._stop or writer.stop
         return out
 
     def close(self, ok: bool = True) -> None:
@@ -238,7 +377,7 @@ class Pipeline:
             raise first
 
     def run(self, source, *, should_stop: Callable[[], bool] | None = None, catch_interrupt: bool = True,
-            close: bool = True) -> PipelineResult:
+            close: bool = True, threads: bool = True) -> PipelineResult:
         """Every frame of ``source`` through :meth:`process`; the frame policy applies.
 
         Parameters
@@ -251,7 +390,13 @@ class Pipeline:
             complete (main thread only); a second Ctrl-C interrupts at once.
         close : bool
             Close the sinks at the end (finalises videos and object files).
+        threads : bool
+            Decode on a reader thread (frame sources, not in-memory lists) and
+            write the ``background`` sinks on a writer thread, overlapping the
+            subtraction (see the module docstring); False does everything in
+            the calling thread.
         """
+        read_ahead = threads and hasattr(source, "summary")
         if not hasattr(source, "summary"):
             source = _Frames(source)
         self.sequence = getattr(source, "sequence", None)
@@ -267,7 +412,9 @@ class Pipeline:
             previous_handler = signal.signal(signal.SIGINT, _on_sigint)
         self.apply_seconds = 0.0
         start = time.perf_counter()
-        iterator = iter(source)
+        iterator = _ReadAhead(source) if read_ahead else iter(source)
+        if threads and any(s.background for s in self.sinks):
+            self._writer = _WriteBehind(s for s in self.sinks if s.background)
         try:
             while True:
                 if stop_requested[0] or (should_stop is not None and should_stop()):
@@ -289,6 +436,8 @@ class Pipeline:
                 except Exception as exc:  # noqa: BLE001 - the frame policy: stop this input, say why
                     result.error = f"frame {frame.index}: {describe_error(exc)}"
                     break
+                if self._writer is not None and self._writer.error is not None:
+                    break
                 result.frames += 1
                 if result.first_index is None:
                     result.first_index = frame.index
@@ -306,6 +455,12 @@ class Pipeline:
             closer = getattr(iterator, "close", None)
             if closer is not None:
                 closer()
+            writer, self._writer = self._writer, None
+            if writer is not None:
+                writer.finish()
+                if writer.error is not None and result.error is None:
+                    at, exc = writer.error
+                    result.error = f"frame {at}: {describe_error(exc)}"
             if close:
                 try:
                     self.close(ok=result.error is None)

@@ -4,8 +4,11 @@ A sink has ``write(out)`` (``out`` a :class:`bgsub.pipeline.FrameOutput`; a
 return value of ``False`` stops the run) and ``close(ok=True)``, called once
 when the run ends (``ok`` False when it stopped on an error). Class attributes
 ``needs_score`` and ``needs_objects`` ask the pipeline for the score map and
-the connected components. Every file a sink writes appears under its final
-name only when complete.
+the connected components; ``background = True`` lets :meth:`Pipeline.run
+<bgsub.pipeline.Pipeline.run>` call ``write`` on its writer thread (the sink
+only reads the :class:`~bgsub.pipeline.FrameOutput` it is given and touches no
+shared state). Every file a sink writes appears under its final name only when
+complete.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ class Sink:
 
     needs_score = False
     needs_objects = False
+    #: True: ``write`` may run on the pipeline's writer thread, overlapping the next frame's processing.
+    background = False
     writer = None
 
     @property
@@ -70,6 +75,8 @@ class MaskFiles(Sink):
         See :class:`bgsub.writers.MaskWriter`.
     """
 
+    background = True
+
     def __init__(self, folder: str | os.PathLike, *, replace: bool = True, atomic: bool = True) -> None:
         self.writer = MaskWriter(folder, atomic=atomic)
         self.stale_removed = self.writer.remove_stale() if replace else 0
@@ -84,6 +91,8 @@ class MaskFiles(Sink):
 
 class MaskVideo(Sink):
     """The masks as a video (``.mp4``, ``.avi``, ``.mkv`` = lossless FFV1)."""
+
+    background = True
 
     def __init__(self, path: str | os.PathLike, fps: float | None = 25.0) -> None:
         self.writer = MaskVideoWriter(path, fps)
@@ -135,6 +144,7 @@ class ObjectsFile(Sink):
     name and renamed into place by :meth:`close`.
     """
 
+    background = True
     needs_objects = True
     SUFFIXES = (".jsonl", ".csv")
 
@@ -252,6 +262,11 @@ class Checkpoints(Sink):
         self.subtractor.save(self.path)
         self.saved += 1
         self._since = 0
+
+    def saves_next(self) -> bool:
+        """True when the next ``write`` saves: the pipeline first waits for its writer thread (the masks
+        of every frame up to the checkpoint are on disk before the checkpoint says they were processed)."""
+        return self._since + 1 >= self.every
 
     def write(self, out) -> None:
         self._since += 1

@@ -172,6 +172,17 @@ def test_bench_text_output_names_the_frames(capsys):
     assert "bgsub bench: error: --rounds must be >= 1, got 0" in capsys.readouterr().err
 
 
+def test_bench_times_a_preset_and_refuses_an_unknown_one(capsys):
+    assert cli_main(["bench", "--json", "--size", "64x48", "--frames", "4", "--rounds", "1", "--algo", "olkn:fast",
+                     "--algo", "knn", "--data", "/nonexistent"]) == 0
+    (size,) = json.loads(capsys.readouterr().out)["sizes"]
+    assert [r["algo"] for r in size["results"]] == ["olkn:fast", "knn"]
+    assert size["results"][0]["fps"] > 0
+    assert cli_main(["bench", "--algo", "olkn:nosuch", "--data", "/nonexistent"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bgsub bench: error: ") and "nosuch" in err and len(err.strip().splitlines()) == 1
+
+
 def test_eval_roi_scale_and_min_area(tmp_path, capsys):
     seq = _write_sequence(tmp_path / "cam", n=30, first=11)
     roi = np.zeros((48, 64), np.uint8)

@@ -1,0 +1,108 @@
+"""``process_scale``: the model at a fraction of the frame size, every output at the input's size; the fast preset."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bgsub
+from tests.bgsub.test_pipeline import H, W, square_frames
+
+
+@pytest.mark.parametrize("algo", ["olkn", "norma"])
+def test_outputs_come_back_at_the_input_size_and_the_model_is_smaller(algo):
+    sub = bgsub.create(algo, process_scale=0.5, median=0)
+    for f in square_frames(20):
+        mask = sub.apply(f)
+    assert mask.shape == (H, W) and mask.dtype == np.uint8
+    assert sub.frame_shape_ == (H // 2, W // 2) and sub.input_shape_ == (H, W)
+    assert sub.samples_.shape[:2] == (H // 2, W // 2)
+    assert sub.getScoreMap().shape == (H, W)
+    assert sub.getRawMask().shape == (H, W)
+    assert sub.getBackgroundImage().shape == (H, W, 3)
+    # the moving square (rows 20-31) is found (olkn: and the static background is clean)
+    assert mask[22:30, :].mean() > mask[:12].mean()
+    assert algo != "olkn" or not mask[:12].any()
+    # the score map and the raw mask agree at the input size as they do at the model's
+    assert np.array_equal(sub.getScoreMap() > 0, sub.getRawMask() > 0)
+
+
+def test_scale_one_is_the_plain_model():
+    a, b = bgsub.create("olkn"), bgsub.create("olkn", process_scale=1.0)
+    for f in square_frames(12):
+        assert np.array_equal(a.apply(f), b.apply(f))
+
+
+def test_a_size_change_names_the_input_sizes():
+    sub = bgsub.create("olkn", process_scale=0.5)
+    sub.apply(square_frames(1)[0])
+    with pytest.raises(ValueError, match=f"frame size changed from {W}x{H} to 40x30"):
+        sub.apply(np.zeros((30, 40, 3), np.uint8))
+
+
+def test_checkpoint_round_trip_keeps_the_scaled_model(tmp_path):
+    frames = square_frames(20)
+    whole = bgsub.create("olkn", process_scale=0.5)
+    first = bgsub.create("olkn", process_scale=0.5)
+    for f in frames[:10]:
+        whole.apply(f)
+        first.apply(f)
+    first.save(tmp_path / "ck.npz")
+    resumed = bgsub.load(tmp_path / "ck.npz")
+    for f in frames[10:]:
+        assert np.array_equal(whole.apply(f), resumed.apply(f))
+
+
+def test_fast_preset_models_a_quarter_of_the_frame():
+    algo = "olkn"
+    from bgsub.settings import resolve_algorithm
+
+    name, params = resolve_algorithm(algo, [], None, "fast")
+    sub = bgsub.create(name, **params)
+    assert sub.params["process_scale"] == 0.25
+    for f in square_frames(16):
+        mask = sub.apply(f)
+    assert mask.shape == (H, W)
+
+
+_DATA = Path(os.environ.get("OLK_DATA_DIR", Path(__file__).resolve().parents[3] / "shared" / "data"))
+_HIGHWAY = _DATA / "bgs" / "cdnet2014" / "highway"
+
+
+@pytest.mark.skipif(not _HIGHWAY.is_dir(), reason=f"CDnet highway not found at {_HIGHWAY} (set OLK_DATA_DIR)")
+def test_fast_preset_scores_at_least_knn_on_highway():
+    """Data test: 120 scored highway frames (after its 469 warm-up frames), F of olkn's fast preset >= KNN's."""
+    import cv2
+
+    from bgsub.cdnet import load_sequence
+    from bgsub.metrics import SequenceScorer
+    from bgsub.settings import resolve_algorithm
+
+    seq = load_sequence(_HIGHWAY)
+    numbers = [n for n in seq.frames if n <= seq.temporal_roi[0] + 119]
+    name, params = resolve_algorithm("olkn", [], None, "fast")
+    subs = {"fast": bgsub.create(name, **params), "knn": cv2.createBackgroundSubtractorKNN()}
+    scorers = {k: SequenceScorer(keep_frames=False) for k in subs}
+    roi = None
+    for n in numbers:
+        img = seq.read_frame(n)
+        roi = seq.roi(img.shape[:2]) if roi is None else roi
+        for k, sub in subs.items():
+            mask = sub.apply(img)
+            if seq.is_scored(n):
+                scorers[k].add(n, mask, seq.read_groundtruth(n), roi)
+    f_fast, f_knn = scorers["fast"].metrics()["F"], scorers["knn"].metrics()["F"]
+    assert f_fast >= f_knn, (f_fast, f_knn)
+
+
+def test_fgmask_is_filled_at_the_input_size():
+    sub = bgsub.create("olkn", process_scale=0.5)
+    out = np.full((H, W), 7, np.uint8)
+    for f in square_frames(12):
+        got = sub.apply(f, out)
+    assert got is out and set(np.unique(out)) <= {0, 255}
+    with pytest.raises(ValueError, match=r"fgmask must be None or a uint8 array of shape \(60, 80\)"):
+        sub.apply(square_frames(1)[0], np.zeros((H // 2, W // 2), np.uint8))
