@@ -31,6 +31,7 @@ from numba import njit
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_random_state
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
@@ -487,8 +488,11 @@ class StreamClassifierMixin:
 
     The first call fixes ``classes_`` (``partial_fit``'s ``classes=`` or the labels of the
     batch); later calls must hold only those labels. ``_native_multiclass`` says whether
-    more than two are allowed. Subclasses implement ``_encode_labels`` (calling
-    :meth:`_check_labels`).
+    more than two are allowed. Batches and single rows score through the same methods:
+    subclasses implement ``_encode_labels`` (calling :meth:`_check_labels`),
+    ``_decision_rows(X)`` (validated rows: ``f``, (n,) or (n, n_classes)),
+    ``_decision_one(X)`` (one row: a float or an array) and ``_proba(f)``, offering
+    ``predict_proba`` only where ``_has_probabilities()``.
     """
 
     #: Whether more than two classes are learnt natively.
@@ -530,6 +534,81 @@ class StreamClassifierMixin:
         """
         return self._partial_fit(X, y, classes, self._params(), return_scores)
 
+    # ------------------------------------------------------------- scores
+    def decision_function(self, X):
+        """``f(x)`` (offsets included): shape (n_samples,) for two classes (positive for
+        ``classes_[1]``), else (n_samples, n_classes), one score per class.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        f : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64, order="C", ensure_all_finite=True)
+        return self._decision_rows(X)
+
+    def predict(self, X):
+        """Class labels: the sign of ``f`` for two classes, its argmax for more.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+        """
+        return self._labels(self.decision_function(X))
+
+    def _labels(self, f):
+        if f.ndim == 2:
+            return self.classes_[np.argmax(f, axis=1)]
+        if self.classes_.shape[0] == 1:
+            return np.repeat(self.classes_, f.shape[0])
+        return self.classes_[(f > 0).astype(np.intp)]
+
+    def _has_probabilities(self):
+        """Whether this model gives class probabilities (``predict_proba`` exists only then)."""
+        return True
+
+    def _offers_probabilities(self):  # for available_if: the subclass's _has_probabilities
+        return self._has_probabilities()
+
+    @available_if(_offers_probabilities)
+    def predict_proba(self, X):
+        """Class probabilities from ``decision_function`` (how: see the class's notes).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes), rows summing to 1
+        """
+        return self._proba(self.decision_function(X))
+
+    def score_one(self, x):
+        """``decision_function`` of one row: a float (binary) or an array of one score per class."""
+        self._require_fitted()
+        return self._decision_one(self._row(x))
+
+    def predict_one(self, x):
+        """The predicted label of one row (a dict or a 1-D array)."""
+        self._require_fitted()
+        return label_of_score(self.classes_, self._decision_one(self._row(x)))
+
+    @available_if(_offers_probabilities)
+    def predict_proba_one(self, x):
+        """``{label: probability}`` for one row (as :meth:`predict_proba`)."""
+        self._require_fitted()
+        p = self._proba(self._decision_rows(self._row(x)))[0]
+        return {(c.item() if isinstance(c, np.generic) else c): float(pk) for c, pk in zip(self.classes_, p)}
+
     def _check_labels(self, y, classes, first):
         """Fix ``classes_`` on the first call (from ``y`` or ``classes``); later, check ``y`` against them."""
         name = type(self).__name__
@@ -563,32 +642,6 @@ class BinaryClassifierMixin(StreamClassifierMixin, BinaryDecisionMixin):
     the row *before* learning from it, so the calibration sees honest out-of-sample
     scores; its most probable class is always ``predict``'s (:mod:`learners._calibration`).
     """
-
-    def decision_function(self, X):
-        """``f(x) = sum_j alpha_j k(x_j, x) + offset_``: positive for ``classes_[1]``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        f : ndarray of shape (n_samples,)
-        """
-        return self._raw_decision(X) + self.offset_
-
-    def predict_proba(self, X):
-        """Class probabilities from ``decision_function`` by the online calibration.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes), rows summing to 1
-        """
-        return self._proba(self.decision_function(X))
 
     def _proba(self, f):
         if self.classes_.shape[0] == 1:
@@ -687,34 +740,11 @@ class BinaryClassifierMixin(StreamClassifierMixin, BinaryDecisionMixin):
             return f[0].copy() if f.ndim == 2 else float(f[0])
         return self
 
-    def score_one(self, x):
-        """``decision_function`` of one row: a float (binary) or an array of one score per class."""
-        self._require_fitted()
-        return self._decision_one(self._row(x))
-
-    def predict_one(self, x):
-        """The predicted label of one row (a dict or a 1-D array)."""
-        self._require_fitted()
-        return label_of_score(self.classes_, self._decision_one(self._row(x)))
-
     def _decision_one(self, X):
         return self._raw_one(X) + self.offset_
 
-    def predict_proba_one(self, x):
-        """``{label: probability}`` for one row, from the online calibration of ``f``."""
-        self._require_fitted()
-        p = self._proba(self._decision_rows(self._row(x)))[0]
-        return {(c.item() if isinstance(c, np.generic) else c): float(pk) for c, pk in zip(self.classes_, p)}
-
     def _decision_rows(self, X):
         return self._raw_decision_rows(X) + self.offset_
-
-    def _labels(self, f):
-        if f.ndim == 2:
-            return self.classes_[np.argmax(f, axis=1)]
-        if self.classes_.shape[0] == 1:
-            return np.repeat(self.classes_, f.shape[0])
-        return self.classes_[(f > 0).astype(np.intp)]
 
     def _learn(self, X, y, params):
         f_out = super()._learn(X, y, params)
@@ -785,36 +815,6 @@ class MulticlassClassifierMixin(BinaryClassifierMixin):
         if self._multiclass():
             return self._raw_decision_rows(X)[0]
         return super()._decision_one(X)
-
-    def decision_function(self, X):
-        """``f(x)``: shape (n_samples,) for two classes (positive for ``classes_[1]``), else
-        (n_samples, n_classes), one one-vs-rest score per class (offsets included).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        f : ndarray of shape (n_samples,) or (n_samples, n_classes)
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64, order="C", ensure_all_finite=True)
-        return self._decision_rows(X)
-
-    def predict(self, X):
-        """Class labels: the sign of ``f`` for two classes, its argmax for more.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,)
-        """
-        return self._labels(self.decision_function(X))
-
 
 class RegressionMixin:
     """Real-valued targets: ``predict(X) = f(x) + offset_``."""

@@ -55,18 +55,10 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import ClassifierMixin, OutlierMixin
 from scipy.special import expit, softmax
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from learners import svmd_steps as S
-from learners._base import (
-    DEFAULT_BUDGET,
-    OneClassMixin,
-    OnlineKernelEstimator,
-    StreamClassifierMixin,
-    label_of_score,
-    validate_data,
-)
+from learners._base import DEFAULT_BUDGET, OneClassMixin, OnlineKernelEstimator, StreamClassifierMixin, validate_data
 from learners._validation import check_bool, check_choice, check_real
 from learners.taxonomy import Taxonomy
 
@@ -342,64 +334,19 @@ class SVMDClassifier(StreamClassifierMixin, ClassifierMixin, _SVMDBase):
         y_enc = self._encode_labels(y, classes, first)
         if first:
             self._allocate(X.shape[1], params)
-        return self._labels(self._learn(X, y_enc, params))
+        return self._labels(self._scores(self._learn(X, y_enc, params)))
 
     def _publish_state(self, params):
         super()._publish_state(params)
         b = self._offset[0].copy()
         self.offset_ = float(b[0]) if self._binary else b
 
-    def decision_function(self, X):
-        """``f(x) + b``: shape (n_samples,) for two classes (positive for ``classes_[1]``), else (n_samples, n_classes).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        f : ndarray of shape (n_samples,) or (n_samples, n_classes)
-        """
-        f = self._raw_values(X) + self._offset[0]
-        return f[:, 0] if self._binary else f
-
-    def _labels(self, f):
-        if self._binary:
-            return self.classes_[(f[:, 0] > 0).astype(np.intp)]
-        return self.classes_[np.argmax(f, axis=1)]
-
-    def predict(self, X):
-        """Class labels: the sign of ``f`` for two classes, ``argmax_y f(x, y)`` otherwise.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,)
-        """
-        return self._labels(self._raw_values(X) + self._offset[0])
-
     def _has_probabilities(self):
         return self.loss == "logistic"
 
-    @available_if(_has_probabilities)
-    def predict_proba(self, X):
-        """``loss="logistic"`` only: the model's own probabilities, ``1 / (1 + exp(-f))`` for
-        ``classes_[1]`` (two classes, eq. 18) or ``softmax_y f(x, y)`` (eq. 20).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes), rows summing to 1
-        """
-        return self._probabilities(self.decision_function(X))
-
-    def _probabilities(self, f):
+    def _proba(self, f):
+        """``predict_proba`` (``loss="logistic"`` only): the model's own probabilities,
+        ``1 / (1 + exp(-f))`` for ``classes_[1]`` (two classes, eq. 18) or ``softmax_y f(x, y)`` (eq. 20)."""
         if self._binary:
             p1 = expit(f)
             return np.column_stack([1.0 - p1, p1])
@@ -426,27 +373,13 @@ class SVMDClassifier(StreamClassifierMixin, ClassifierMixin, _SVMDBase):
             return float(f) if self._binary else f.copy()
         return self
 
+    def _decision_rows(self, X):
+        f = self._raw_rows(X) + self._offset[0]
+        return f[:, 0] if self._binary else f
+
     def _decision_one(self, X):
-        f = self._raw_rows(X)[0] + self._offset[0]
-        return float(f[0]) if self._binary else f
-
-    def score_one(self, x):
-        """``decision_function`` of one row: a float (two classes) or an array of one score per class."""
-        self._require_fitted()
-        return self._decision_one(self._row(x))
-
-    def predict_one(self, x):
-        """The predicted label of one row (a dict or a 1-D array)."""
-        self._require_fitted()
-        return label_of_score(self.classes_, self._decision_one(self._row(x)))
-
-    @available_if(_has_probabilities)
-    def predict_proba_one(self, x):
-        """``loss="logistic"`` only: ``{label: probability}`` for one row (as :meth:`predict_proba`)."""
-        self._require_fitted()
-        f = self._decision_one(self._row(x))
-        p = self._probabilities(np.atleast_1d(f) if self._binary else f[None, :])[0]
-        return {(c.item() if isinstance(c, np.generic) else c): float(pk) for c, pk in zip(self.classes_, p)}
+        f = self._decision_rows(X)[0]
+        return float(f) if self._binary else f
 
 
 class SVMDOneClass(OneClassMixin, OutlierMixin, _SVMDBase):
