@@ -24,6 +24,8 @@ minus the estimator's ``decision_function``.
 
 from __future__ import annotations
 
+import inspect
+
 try:
     from river import base as _river_base
 except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -59,6 +61,8 @@ class _Adapter:
         if hasattr(self.model_, "learn_one"):
             if y is None:
                 self.model_.learn_one(x)
+            elif not self._fitted and self.classes is not None and _takes_classes(self.model_.learn_one):
+                self.model_.learn_one(x, y, classes=self.classes)  # SVMDClassifier fixes its labels first
             else:
                 self.model_.learn_one(x, y)
             return
@@ -112,6 +116,10 @@ class RiverClassifier(_Adapter, _river_base.Classifier):
             return self.model_.predict_proba_one(x)
         label = self.predict_one(x)
         return {label: 1.0}
+
+
+def _takes_classes(learn_one):
+    return "classes" in inspect.signature(learn_one).parameters
 
 
 class RiverRegressor(_Adapter, _river_base.Regressor):

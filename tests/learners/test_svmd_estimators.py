@@ -254,3 +254,17 @@ def test_classifier_with_a_taxonomy_saves_it_as_json(tmp_path):
     est.partial_fit(X[100:], y[100:])
     back.partial_fit(X[100:], y[100:])
     np.testing.assert_array_equal(back.predict(X), est.predict(X))
+
+
+def test_svmd_classifier_in_river_with_its_labels_given():
+    pytest.importorskip("river")
+    from learners.river import to_river
+
+    X, y = _blobs(60, 3, seed=4)
+    model = to_river(SVMDClassifier(loss="logistic", width=1.0), classes=[0, 1, 2])
+    rows = [{"a": a, "b": b} for a, b in X]
+    for row, label in zip(rows, y):
+        model.learn_one(row, int(label))
+    batch = SVMDClassifier(loss="logistic", width=1.0).partial_fit(X, y, classes=[0, 1, 2])
+    assert model.predict_one(rows[3]) == batch.predict(X[3:4])[0]
+    assert np.allclose(list(model.predict_proba_one(rows[3]).values()), batch.predict_proba(X[3:4])[0], rtol=1e-12)
