@@ -136,8 +136,8 @@ def _gaussian_e(x, s0, mu, ivar, nrm, spherical, d2, resp):
     common factor ``exp(-dmin/2) (2 pi)^(-D/2)`` left out), so nothing
     underflows however far ``x`` is. When only the nearest component is within ``TAIL``
     (the common case in a frame loop) it takes responsibility 1 without exponential,
-    division or square root (``dens_sum``'s square root is then dead code for callers
-    that ignore it). Returns ``(dens_sum, total, dmin)``.
+    division or square root (``dens_sum``'s square root is unused by callers that
+    ignore it, and the compiler can drop it once the step is inlined). Returns ``(dens_sum, total, dmin)``.
     """
     K = s0.shape[0]
     D = x.shape[0]
