@@ -91,7 +91,8 @@ def gaussian_m_step(k, s0, s1, s2, spherical, reg, mu, ivar, nrm):
     """Closed-form M step of component ``k``: its statistics into the parameter caches.
 
     ``mu[k] = s1[k] / s0[k]``; ``ivar[k]`` the inverse variance(s) (``reg``
-    included), (D,) diag or (1,) spherical; ``nrm[k] = |Sigma_k|^(-1/2)``.
+    included), (D,) diag or (1,) spherical; ``nrm[k] = |Sigma_k|^(-1)`` (its square root is
+    taken only when the E step needs it, see :func:`_gaussian_e`).
     """
     a = np.float64(s0[k])
     D = mu.shape[1]
@@ -124,7 +125,7 @@ def gaussian_m_step(k, s0, s1, s2, spherical, reg, mu, ivar, nrm):
             iv = 1.0 / (v + reg)
             ivar[k, c] = iv
             idet *= iv
-    nrm[k] = math.sqrt(idet)
+    nrm[k] = idet
 
 
 @njit(cache=True, fastmath=_FAST, inline="always")
@@ -133,7 +134,10 @@ def _gaussian_e(x, s0, mu, ivar, nrm, spherical, d2, resp):
 
     Densities are kept as ``w_k |Sigma_k|^(-1/2) exp(-(d2_k - dmin) / 2)`` (the
     common factor ``exp(-dmin/2) (2 pi)^(-D/2)`` left out), so nothing
-    underflows however far ``x`` is. Returns ``(dens_sum, total, dmin)``.
+    underflows however far ``x`` is. When only the nearest component is within ``TAIL``
+    (the common case in a frame loop) it takes responsibility 1 without exponential,
+    division or square root (``dens_sum``'s square root is unused by callers that
+    ignore it, and the compiler can drop it once the step is inlined). Returns ``(dens_sum, total, dmin)``.
     """
     K = s0.shape[0]
     D = x.shape[0]
@@ -158,14 +162,27 @@ def _gaussian_e(x, s0, mu, ivar, nrm, spherical, d2, resp):
         d2[k] = q
         if q < dmin:
             dmin = q
+    kmin = -1
+    n_close = 0
+    for k in range(K):
+        if d2[k] < FAR and d2[k] - dmin < TAIL:
+            # beyond TAIL the density counts as 0 (below exp(-TAIL / 2) of the nearest one)
+            n_close += 1
+            if d2[k] == dmin and kmin < 0:
+                kmin = k
+    if n_close == 1:
+        # one component within TAIL: it takes all the responsibility (no exponential, no division)
+        for k in range(K):
+            resp[k] = 0.0
+        resp[kmin] = 1.0
+        return s0[kmin] * math.sqrt(nrm[kmin]), total, dmin
     dens_sum = 0.0
     for k in range(K):
         r = 0.0
         if d2[k] < FAR:
             gap = d2[k] - dmin
             if gap < TAIL:
-                # beyond TAIL the density counts as 0 (below exp(-TAIL / 2) of the nearest one)
-                r = s0[k] * nrm[k]
+                r = s0[k] * math.sqrt(nrm[k])
                 if gap > 0.0:
                     r *= math.exp(-0.5 * gap)
         resp[k] = r
@@ -268,7 +285,7 @@ def gaussian_step(x, eta, s0, s1, s2, spherical, reg, mu, ivar, nrm, birth_d2, v
     reg : float
         Added to every variance (> 0).
     mu, ivar, nrm : float arrays (K, D), like ``s2``, (K,)
-        The M step's parameters (means, inverse variances, ``|Sigma|^(-1/2)``),
+        The M step's parameters (means, inverse variances, ``|Sigma|^(-1)``),
         kept equal to ``M(S)`` (:func:`gaussian_m_step`); updated in place.
     birth_d2 : float
         Restart the lightest component at ``x`` when ``x``'s squared Mahalanobis

@@ -6,7 +6,7 @@ State is structure-of-arrays over the image (``K`` components, ``C`` channels):
   ``s2`` : float32 ``(H, W, K, C)`` (diag) or ``(H, W, K, 1)`` (spherical): each
   pixel's sufficient statistics (:mod:`learners.online_em`);
 - ``mu`` (H, W, K, C), ``ivar`` (like ``s2``), ``nrm`` (H, W, K): float32 caches of
-  the M step's parameters (means, inverse variances, ``|Sigma|^(-1/2)``).
+  the M step's parameters (means, inverse variances, ``|Sigma|^(-1)``).
 
 A frame is one parallel region, ``prange`` over rows: every pixel calls
 :func:`learners.online_em.gaussian_step` (the very step the estimator

@@ -34,7 +34,7 @@ from learners.online_em import learning_rate
 __all__ = ["OEMSubtractor", "createOEM", "OEM_PARAMS"]
 
 OEM_PARAMS = (
-    ParamSpec("n_components", int, 3, "Gaussian components per pixel (K)", "components", 1, 8, live=False),
+    ParamSpec("n_components", int, 2, "Gaussian components per pixel (K)", "components", 1, 8, live=False),
     ParamSpec("covariance", str, "spherical", "one variance per component, or one per channel", "",
               choices=("spherical", "diag"), live=False),
     ParamSpec("learning_floor", float, 0.005,
@@ -87,7 +87,7 @@ class OEMSubtractor:
         ``E[r_k x^2]`` per channel (diag) or ``E[r_k ||x||^2]`` (spherical).
     mu_, ivar_, nrm_ : ndarrays (H, W, K, C), like ``s2_``, (H, W, K) of float32
         The M step's parameters, cached: means, inverse variances (``min_var``
-        included), ``|Sigma|^(-1/2)``.
+        included), ``|Sigma|^(-1)``.
     n_frames_ : int
         Frames applied since the last reset.
     n_updates_ : int

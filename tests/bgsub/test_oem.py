@@ -88,8 +88,8 @@ def test_state_arrays_params_and_registry():
     assert "oem" in bgsub.algorithms()
     assert {p.name for p in bgsub.param_specs("oem")} == {p.name for p in OEM_PARAMS}
     assert sub.set_params(threshold=5.0) is False and sub.s0_ is not None
-    assert sub.set_params(n_components=2) is True and sub.s0_ is None
-    assert sub.get_params()["n_components"] == 2
+    assert sub.set_params(n_components=3) is True and sub.s0_ is None
+    assert sub.get_params()["n_components"] == 3
 
 
 def test_bad_input_gets_one_clear_line():
