@@ -25,7 +25,7 @@ import numpy as np
 from sklearn.svm import SVC
 
 from learners.baselines import KernelPerceptron, Perceptron, Projectron
-from learners.bench.common import add_common_arguments, check_common, float_list
+from learners.bench.common import add_common_arguments, add_values_argument, check_common, nonnegative_values, warm_up
 from learners.bench.methods import Method
 from learners.bench.protocol import batch_classification, chunked_online, n_terms, prequential_classification, timed_fit
 from learners.bench.report import band, fmt, fmt_g, mean_std, pyplot, save_figure, table
@@ -64,19 +64,13 @@ def methods():
 
 def add_arguments(parser):
     add_common_arguments(parser, grid=GRID, n_test=N_TEST)
-    parser.add_argument(
-        "--thresholds",
-        type=str,
-        default=",".join(map(str, THRESHOLDS)),
-        help="OLK_C Thr_sv values for the support-vector curve (default %(default)s)",
-    )
+    add_values_argument(parser, "--thresholds", THRESHOLDS,
+                        help="OLK_C Thr_sv values for the support-vector curve (default %(default)s)")
 
 
 def check(args):
     check_common(args)
-    args.threshold_values = float_list(args.thresholds)
-    if any(t < 0 for t in args.threshold_values):
-        raise ValueError(f"--thresholds must be >= 0, got {args.thresholds}")
+    args.threshold_values = nonnegative_values(args.thresholds, "--thresholds")
 
 
 def run(args, available, log):
@@ -92,8 +86,7 @@ def run(args, available, log):
 
     # warm-up (numba compilation and imports are not timed)
     Xw, yw, _, _ = make_example1(30, 0, random_state=10**6)
-    for m in available:
-        m.build().fit(Xw, yw)
+    warm_up(available, Xw, yw)
 
     for s in range(args.seeds):
         seed = args.seed_offset + s

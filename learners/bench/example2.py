@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from learners.baselines import KRLS, LSSVM, KernelPerceptronRegressor
-from learners.bench.common import add_common_arguments, check_common, float_list
+from learners.bench.common import add_common_arguments, add_values_argument, check_common, nonnegative_values, warm_up
 from learners.bench.methods import Method
 from learners.bench.protocol import batch_curve, chunked_online, n_nonzero, timed_fit
 from learners.bench.report import band, fmt, fmt_g, mean_std, pyplot, save_figure, table
@@ -51,19 +51,13 @@ def methods():
 
 def add_arguments(parser):
     add_common_arguments(parser, grid=GRID, n_test=N_TEST)
-    parser.add_argument(
-        "--epsilons",
-        type=str,
-        default=",".join(map(str, EPSILONS)),
-        help="OLK_R epsilon values for the sparsity curve (default 0,0.05,...,1)",
-    )
+    add_values_argument(parser, "--epsilons", EPSILONS,
+                        help="OLK_R epsilon values for the sparsity curve (default 0,0.05,...,1)")
 
 
 def check(args):
     check_common(args)
-    args.epsilon_values = float_list(args.epsilons)
-    if any(e < 0 for e in args.epsilon_values):
-        raise ValueError(f"--epsilons must be >= 0, got {args.epsilons}")
+    args.epsilon_values = nonnegative_values(args.epsilons, "--epsilons")
 
 
 def run(args, available, log):
@@ -78,8 +72,7 @@ def run(args, available, log):
     olk = next((m for m in available if m.name == "OLK_R"), None)
 
     Xw, yw, _, _ = make_example2(30, 0, random_state=10**6)
-    for m in available:
-        m.build().fit(Xw, yw)
+    warm_up(available, Xw, yw)
 
     for s in range(args.seeds):
         seed = args.seed_offset + s
