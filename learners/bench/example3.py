@@ -25,7 +25,7 @@ from sklearn.svm import OneClassSVM
 from learners.bench.common import add_common_arguments, check_common, warm_up
 from learners.bench.methods import Method
 from learners.bench.protocol import timed_fit
-from learners.bench.report import fmt, fmt_g, mean_std, pyplot, save_figure, table
+from learners.bench.report import fmt, fmt_g, mean_std, not_run_lines, pyplot, save_figure, table
 from learners.datasets import make_example3
 
 FPR_GRID = np.linspace(0.0, 1.0, 101)
@@ -123,8 +123,7 @@ def report(result, available, unavailable):
             ]
         )
     lines.append(table(["method", "AUC", "TPR at own threshold", "FPR at own threshold", "seconds (fit)", "parameters"], rows))
-    for name, reason in unavailable.items():
-        lines += ["", f"{name}: not run ({reason})"]
+    lines += not_run_lines(unavailable)
     return "\n".join(lines)
 
 
