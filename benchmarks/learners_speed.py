@@ -37,8 +37,8 @@ R, NU, C = 0.001, 0.1, 0.2  # OLK_N, paper settings
 ETA, LAM = 0.1, 0.01  # NORMA
 
 
-class NumpyOLKN:
-    """OLK_N the straightforward NumPy way: true coefficients, all scaled every step."""
+class NumpyBudgetExpansion:
+    """Up to ``budget`` support vectors with their true coefficients; a new one replaces the oldest."""
 
     def __init__(self, budget, d):
         self.sv = np.zeros((budget, d))
@@ -47,45 +47,48 @@ class NumpyOLKN:
         self.pos = 0
         self.rho = 0.0
 
+    def kernel_values(self, x):
+        """``k(x_i, x)`` for the stored points, in storage order."""
+        d2 = ((self.sv[: self.count] - x) ** 2).sum(axis=1)
+        return np.exp(-d2 / WIDTH ** 2)
+
+    def add(self, x, alpha):
+        self.sv[self.pos] = x
+        self.alpha[self.pos] = alpha
+        self.pos = (self.pos + 1) % len(self.alpha)
+        self.count = min(self.count + 1, len(self.alpha))
+
+
+class NumpyOLKN(NumpyBudgetExpansion):
+    """OLK_N the straightforward NumPy way: true coefficients, all scaled every step."""
+
     def update(self, x):
         n = self.count
-        d2 = ((self.sv[:n] - x) ** 2).sum(axis=1)
-        k = np.exp(-d2 / WIDTH ** 2)
+        k = self.kernel_values(x)
         f = float(self.alpha[:n] @ k)
         a = min(max(1.0 + R - f, NU), C)
         evicted = self.alpha[self.pos] * k[self.pos] if n == len(self.alpha) else 0.0
         self.alpha /= 1.0 + R
-        self.sv[self.pos] = x
-        self.alpha[self.pos] = a / (1.0 + R)
-        self.pos = (self.pos + 1) % len(self.alpha)
-        self.count = min(n + 1, len(self.alpha))
+        self.add(x, a / (1.0 + R))
         if NU < a < C:  # eq. 69
             self.rho = max(0.0, (f - evicted + a) / (1.0 + R) - 1.0)
         return f
 
 
-class NumpyNORMANovelty:
+class NumpyNORMANovelty(NumpyBudgetExpansion):
     """nu-NORMA novelty detection the straightforward NumPy way."""
 
     def __init__(self, budget, d):
-        self.sv = np.zeros((budget, d))
-        self.alpha = np.zeros(budget)
-        self.count = 0
-        self.pos = 0
-        self.rho = 0.0
+        super().__init__(budget, d)
         self.t = 0
 
     def update(self, x):
         self.t += 1
         eta = ETA / np.sqrt(self.t)
-        n = self.count
-        f = float(self.alpha[:n] @ np.exp(-((self.sv[:n] - x) ** 2).sum(axis=1) / WIDTH ** 2))
+        f = float(self.alpha[: self.count] @ self.kernel_values(x))
         self.alpha *= 1.0 - eta * LAM
         if f < self.rho:
-            self.sv[self.pos] = x
-            self.alpha[self.pos] = eta
-            self.pos = (self.pos + 1) % len(self.alpha)
-            self.count = min(n + 1, len(self.alpha))
+            self.add(x, eta)
             self.rho -= eta * (1.0 - NU)
         else:
             self.rho += eta * NU

@@ -26,7 +26,7 @@ import numpy as np
 
 from learners._persist import CheckpointError, read_checkpoint, write_checkpoint
 
-__all__ = ["save", "load", "CheckpointError", "algorithm_name"]
+__all__ = ["save", "load", "CheckpointError", "algorithm_name", "Checkpointable"]
 
 
 def algorithm_name(sub: Any) -> str:
@@ -146,3 +146,21 @@ def load(path: str | os.PathLike, algorithm: str | None = None):
     if gen is not None and isinstance(getattr(sub, "_rng", None), np.random.Generator):
         sub._rng.bit_generator.state = gen
     return sub
+
+
+class Checkpointable:
+    """``sub.save(path)`` and ``Cls.load(path)`` for a subtractor that declares its state.
+
+    The class lists its per-pixel arrays in ``_STATE_ARRAYS`` and its scalar state in
+    ``_STATE_SCALARS``, and has ``params``, ``frame_shape_``, ``channels_``,
+    ``n_frames_`` and ``_allocate(H, W, C)``.
+    """
+
+    def save(self, path):
+        """Write the parameters and model to ``path`` (``.npz``, atomic); see :mod:`bgsub.checkpoint`."""
+        return save(self, path)
+
+    @classmethod
+    def load(cls, path):
+        """The subtractor saved in ``path``; refuses a checkpoint of another algorithm."""
+        return load(path, algorithm=algorithm_name(cls))

@@ -700,14 +700,19 @@ def _list_images(folder: Path) -> list[Path]:
     return files
 
 
-def _read_image(path: Path) -> np.ndarray | None:
+def _decode_file(path: Path, flags: int) -> np.ndarray | None:
+    """The image in ``path`` decoded by OpenCV with ``flags``; None when it cannot be read or decoded."""
     try:
         data = np.fromfile(str(path), dtype=np.uint8)
     except OSError:
         return None
     if data.size == 0:
         return None
-    image = cv2.imdecode(data, cv2.IMREAD_UNCHANGED)
+    return cv2.imdecode(data, flags)
+
+
+def _read_image(path: Path) -> np.ndarray | None:
+    image = _decode_file(path, cv2.IMREAD_UNCHANGED)
     if image is None:
         return None
     return _as_bgr(image)
@@ -869,13 +874,7 @@ class CDnetSource(FrameSource):
 
 
 def _read_image_gray(path: Path) -> np.ndarray | None:
-    try:
-        data = np.fromfile(str(path), dtype=np.uint8)
-    except OSError:
-        return None
-    if data.size == 0:
-        return None
-    return cv2.imdecode(data, cv2.IMREAD_GRAYSCALE)
+    return _decode_file(path, cv2.IMREAD_GRAYSCALE)
 
 
 # --------------------------------------------------------------------------

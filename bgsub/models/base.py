@@ -19,6 +19,7 @@ import cv2
 import numpy as np
 
 from bgsub.augment import translate
+from bgsub.checkpoint import Checkpointable
 from bgsub.models import _frame_kernels as fk
 from bgsub.registry import ParamSpec
 from learners.expansion import needs_renormalise
@@ -110,7 +111,7 @@ def _prob(p: float) -> int:
     return int(round(min(max(p, 0.0), 1.0) * _PROB_ONE))
 
 
-class PixelKernelSubtractor:
+class PixelKernelSubtractor(Checkpointable):
     """Base class: a tiny online novelty detector per pixel, all stepped at once.
 
     Subclasses define ``_SPECS`` (tuple of ParamSpec), ``_score_offset``,
@@ -546,17 +547,6 @@ class PixelKernelSubtractor:
 
     def _decay(self) -> float:
         raise NotImplementedError
-
-    def save(self, path):
-        """Write the parameters and model to ``path`` (``.npz``, atomic); see :mod:`bgsub.checkpoint`."""
-        from bgsub import checkpoint
-        return checkpoint.save(self, path)
-
-    @classmethod
-    def load(cls, path) -> "PixelKernelSubtractor":
-        """The subtractor saved in ``path``; refuses a checkpoint of another algorithm."""
-        from bgsub import checkpoint
-        return checkpoint.load(path, algorithm=checkpoint.algorithm_name(cls))
 
     def __repr__(self) -> str:
         changed = {k: v for k, v in self.params.items()

@@ -26,6 +26,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from bgsub.checkpoint import Checkpointable
 from bgsub.models import _oem_frame
 from bgsub.models.base import binary_median
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
@@ -61,7 +62,7 @@ _DEFAULTS = {p.name: p.default for p in OEM_PARAMS}
 _SPECS = {p.name: p for p in OEM_PARAMS}
 
 
-class OEMSubtractor:
+class OEMSubtractor(Checkpointable):
     """Per-pixel online-EM Gaussian mixture (OpenCV-style background subtractor).
 
     Parameters
@@ -94,8 +95,10 @@ class OEMSubtractor:
         Frames that updated the model (the ``n`` of ``eta_n = 1/n``).
     """
 
-    #: Per-pixel state arrays (checkpoints save these attributes).
+    #: State that checkpoints save (:class:`bgsub.checkpoint.Checkpointable`).
     _STATE_ARRAYS = ("s0_", "s1_", "s2_", "mu_", "ivar_", "nrm_")
+    _STATE_SCALARS = ("n_frames_", "n_updates_")
+    _ALGORITHM = "oem"
 
     def __init__(self, **params: Any) -> None:
         self.params = self._checked(dict(_DEFAULTS), params)

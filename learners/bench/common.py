@@ -24,6 +24,25 @@ def float_list(text):
         raise ValueError(f"expected comma-separated numbers, got {text!r}") from exc
 
 
+def add_values_argument(parser, flag, values, help):
+    """An option taking comma-separated numbers, ``values`` by default."""
+    parser.add_argument(flag, type=str, default=",".join(map(str, values)), help=help)
+
+
+def nonnegative_values(text, flag):
+    """The numbers of a comma-separated option; raises ValueError when one is negative."""
+    values = float_list(text)
+    if any(v < 0 for v in values):
+        raise ValueError(f"{flag} must be >= 0, got {text}")
+    return values
+
+
+def warm_up(available, *data):
+    """Fit every method once on ``data``, so that numba compilation and imports are not timed later."""
+    for m in available:
+        m.build().fit(*data)
+
+
 def add_common_arguments(parser, *, grid=None, n_test=None):
     """Options every example takes."""
     parser.add_argument("--seeds", type=int, default=20, help="number of random seeds to average over (default 20)")

@@ -25,10 +25,10 @@ import numpy as np
 from sklearn.svm import SVC
 
 from learners.baselines import KernelPerceptron, Perceptron, Projectron
-from learners.bench.common import add_common_arguments, check_common, float_list
+from learners.bench.common import add_common_arguments, add_values_argument, check_common, nonnegative_values, warm_up
 from learners.bench.methods import Method
 from learners.bench.protocol import batch_classification, chunked_online, n_terms, prequential_classification, timed_fit
-from learners.bench.report import band, fmt, fmt_g, mean_std, pyplot, save_figure, table
+from learners.bench.report import band, fit_time_bars, fmt, fmt_g, mean_std, not_run_lines, pyplot, save_figure, table
 from learners.datasets import make_example1
 
 GRID = [50, 100] + list(range(200, 1501, 100))
@@ -64,19 +64,13 @@ def methods():
 
 def add_arguments(parser):
     add_common_arguments(parser, grid=GRID, n_test=N_TEST)
-    parser.add_argument(
-        "--thresholds",
-        type=str,
-        default=",".join(map(str, THRESHOLDS)),
-        help="OLK_C Thr_sv values for the support-vector curve (default %(default)s)",
-    )
+    add_values_argument(parser, "--thresholds", THRESHOLDS,
+                        help="OLK_C Thr_sv values for the support-vector curve (default %(default)s)")
 
 
 def check(args):
     check_common(args)
-    args.threshold_values = float_list(args.thresholds)
-    if any(t < 0 for t in args.threshold_values):
-        raise ValueError(f"--thresholds must be >= 0, got {args.thresholds}")
+    args.threshold_values = nonnegative_values(args.thresholds, "--thresholds")
 
 
 def run(args, available, log):
@@ -92,8 +86,7 @@ def run(args, available, log):
 
     # warm-up (numba compilation and imports are not timed)
     Xw, yw, _, _ = make_example1(30, 0, random_state=10**6)
-    for m in available:
-        m.build().fit(Xw, yw)
+    warm_up(available, Xw, yw)
 
     for s in range(args.seeds):
         seed = args.seed_offset + s
@@ -180,8 +173,7 @@ def report(result, available, unavailable):
             for i, g in enumerate(grid)
         ]
         lines.append(table(["n"] + [f"Thr_sv={t:g}" for t in thrs], rows))
-    for name, reason in unavailable.items():
-        lines += ["", f"{name}: not run ({reason})"]
+    lines += not_run_lines(unavailable)
     return "\n".join(lines)
 
 
@@ -208,13 +200,7 @@ def plot(result, available, folder):
     ax.set(xlabel="number of learning points", ylabel="support vectors", title="OLK_C support vectors (paper Fig. 2)")
     ax.legend(fontsize=8)
     ax = axes[1, 1]
-    names = [m.name for m in available]
-    means = [mean_std(result["seconds"][n])[0] for n in names]
-    stds = [mean_std(result["seconds"][n])[1] for n in names]
-    ax.bar(names, means, yerr=stds, color="tab:gray")
-    ax.set_yscale("log")
-    ax.set(ylabel="seconds", title=f"Fit time, n = {grid[-1]} (paper Fig. 4)")
-    ax.tick_params(axis="x", rotation=30, labelsize=8)
+    fit_time_bars(ax, available, result["seconds"], f"Fit time, n = {grid[-1]} (paper Fig. 4)")
     fig.suptitle(f"OLK paper Example 1, mean ± sd over {result['seeds']} seeds")
     fig.tight_layout()
     path = save_figure(fig, folder / "example1.png")

@@ -22,10 +22,10 @@ from __future__ import annotations
 import numpy as np
 
 from learners.baselines import KRLS, LSSVM, KernelPerceptronRegressor
-from learners.bench.common import add_common_arguments, check_common, float_list
+from learners.bench.common import add_common_arguments, add_values_argument, check_common, nonnegative_values, warm_up
 from learners.bench.methods import Method
 from learners.bench.protocol import batch_curve, chunked_online, n_nonzero, timed_fit
-from learners.bench.report import band, fmt, fmt_g, mean_std, pyplot, save_figure, table
+from learners.bench.report import band, fit_time_bars, fmt, fmt_g, mean_std, not_run_lines, pyplot, save_figure, table
 from learners.datasets import make_example2
 
 GRID = [10, 20, 50, 100, 200, 300, 400, 500, 600, 700]
@@ -51,19 +51,13 @@ def methods():
 
 def add_arguments(parser):
     add_common_arguments(parser, grid=GRID, n_test=N_TEST)
-    parser.add_argument(
-        "--epsilons",
-        type=str,
-        default=",".join(map(str, EPSILONS)),
-        help="OLK_R epsilon values for the sparsity curve (default 0,0.05,...,1)",
-    )
+    add_values_argument(parser, "--epsilons", EPSILONS,
+                        help="OLK_R epsilon values for the sparsity curve (default 0,0.05,...,1)")
 
 
 def check(args):
     check_common(args)
-    args.epsilon_values = float_list(args.epsilons)
-    if any(e < 0 for e in args.epsilon_values):
-        raise ValueError(f"--epsilons must be >= 0, got {args.epsilons}")
+    args.epsilon_values = nonnegative_values(args.epsilons, "--epsilons")
 
 
 def run(args, available, log):
@@ -78,8 +72,7 @@ def run(args, available, log):
     olk = next((m for m in available if m.name == "OLK_R"), None)
 
     Xw, yw, _, _ = make_example2(30, 0, random_state=10**6)
-    for m in available:
-        m.build().fit(Xw, yw)
+    warm_up(available, Xw, yw)
 
     for s in range(args.seeds):
         seed = args.seed_offset + s
@@ -148,8 +141,7 @@ def report(result, available, unavailable):
         lines += ["", f"OLK_R non-zero coefficients after n = {grid[-1]} points against epsilon (mean ± sd)", ""]
         rows = [[f"{e:g}", fmt_g(*mean_std(curve[:, i]))] for i, e in enumerate(result["epsilons"])]
         lines.append(table(["epsilon", "non-zero coefficients"], rows))
-    for name, reason in unavailable.items():
-        lines += ["", f"{name}: not run ({reason})"]
+    lines += not_run_lines(unavailable)
     return "\n".join(lines)
 
 
@@ -173,12 +165,7 @@ def plot(result, available, folder):
         band(ax, np.asarray(result["epsilons"]), result["eps_curve"], "OLK_R", marker=".")
     ax.set(xlabel="epsilon", ylabel="non-zero coefficients", title=f"OLK_R sparsity, n = {grid[-1]} (paper Fig. 1)")
     ax = axes[2]
-    names = [m.name for m in available]
-    stats = [mean_std(result["seconds"][n]) for n in names]
-    ax.bar(names, [s[0] for s in stats], yerr=[s[1] for s in stats], color="tab:gray")
-    ax.set_yscale("log")
-    ax.set(ylabel="seconds", title=f"Fit time, n = {grid[-1]}")
-    ax.tick_params(axis="x", rotation=30, labelsize=8)
+    fit_time_bars(ax, available, result["seconds"], f"Fit time, n = {grid[-1]}")
     fig.suptitle(f"OLK paper Example 2, mean ± sd over {result['seeds']} seeds")
     fig.tight_layout()
     path = save_figure(fig, folder / "example2.png")

@@ -22,10 +22,10 @@ import numpy as np
 from sklearn.metrics import roc_auc_score, roc_curve
 from sklearn.svm import OneClassSVM
 
-from learners.bench.common import add_common_arguments, check_common
+from learners.bench.common import add_common_arguments, check_common, warm_up
 from learners.bench.methods import Method
 from learners.bench.protocol import timed_fit
-from learners.bench.report import fmt, fmt_g, mean_std, pyplot, save_figure, table
+from learners.bench.report import fmt, fmt_g, mean_std, not_run_lines, pyplot, save_figure, table
 from learners.datasets import make_example3
 
 FPR_GRID = np.linspace(0.0, 1.0, 101)
@@ -75,8 +75,7 @@ def run(args, available, log):
     op = {n: [] for n in names}
     seconds = {n: [] for n in names}
     Xw, _ = make_example3(30, random_state=10**6)
-    for m in available:
-        m.build().fit(Xw)
+    warm_up(available, Xw)
     skipped = 0
     for s in range(args.seeds):
         seed = args.seed_offset + s
@@ -124,8 +123,7 @@ def report(result, available, unavailable):
             ]
         )
     lines.append(table(["method", "AUC", "TPR at own threshold", "FPR at own threshold", "seconds (fit)", "parameters"], rows))
-    for name, reason in unavailable.items():
-        lines += ["", f"{name}: not run ({reason})"]
+    lines += not_run_lines(unavailable)
     return "\n".join(lines)
 
 

@@ -202,6 +202,15 @@ def report(result, available, unavailable):
     return "\n".join(lines)
 
 
+def _finish(plt, fig, ax, path, **axes_settings):
+    """Set the axes' labels and scales, add the legend, save the figure to ``path`` and close it."""
+    ax.set(**axes_settings)
+    ax.legend()
+    path = save_figure(fig, path)
+    plt.close(fig)
+    return path
+
+
 def plot(result, available, folder):
     plt = pyplot()
     paths = []
@@ -211,29 +220,17 @@ def plot(result, available, folder):
         band(ax, n, result["wm_regret"], "regret")
         ax.plot(n, np.sqrt(n * math.log(WM_EXPERTS)), "k--", label="sqrt(n ln M)")
         ax.axhline(hedge_regret_bound(WM_ROUNDS, WM_EXPERTS), color="grey", lw=0.8, label="bound sqrt(N ln M / 2)")
-        ax.set_xlabel("rounds n")
-        ax.set_ylabel("regret")
-        ax.legend()
-        paths.append(save_figure(fig, folder / "lecture_regret.png"))
-        plt.close(fig)
+        paths.append(_finish(plt, fig, ax, folder / "lecture_regret.png", xlabel="rounds n", ylabel="regret"))
     if "em_online" in result:
         fig, ax = plt.subplots(figsize=(5.5, 4))
         band(ax, EM_CHECKPOINTS, result["em_online"], "online EM")
         band(ax, EM_CHECKPOINTS, result["em_batch"], "batch EM")
-        ax.set_xscale("log")
-        ax.set_xlabel("samples seen")
-        ax.set_ylabel("held-out mean log-likelihood")
-        ax.legend()
-        paths.append(save_figure(fig, folder / "lecture_em.png"))
-        plt.close(fig)
+        paths.append(_finish(plt, fig, ax, folder / "lecture_em.png", xscale="log", xlabel="samples seen",
+                             ylabel="held-out mean log-likelihood"))
     if "kr_error" in result:
         fig, ax = plt.subplots(figsize=(5.5, 4))
         for k in KERNELS:
             band(ax, WIDTHS, result["kr_error"][k], k)
-        ax.set_xscale("log")
-        ax.set_xlabel("width h")
-        ax.set_ylabel("test error")
-        ax.legend()
-        paths.append(save_figure(fig, folder / "lecture_kernel_rule.png"))
-        plt.close(fig)
+        paths.append(_finish(plt, fig, ax, folder / "lecture_kernel_rule.png", xscale="log", xlabel="width h",
+                             ylabel="test error"))
     return paths

@@ -108,3 +108,21 @@ def band(ax, x, runs, label, **kw):
     (line,) = ax.plot(x, m, label=label, **kw)
     ax.fill_between(x, m - s, m + s, color=line.get_color(), alpha=0.15, linewidth=0)
     return line
+
+
+def fit_time_bars(ax, available, seconds, title):
+    """Bars of each method's mean fit time (``seconds[name]``: one per seed) with +-1 sd, log scale."""
+    names = [m.name for m in available]
+    stats = [mean_std(seconds[n]) for n in names]
+    ax.bar(names, [s[0] for s in stats], yerr=[s[1] for s in stats], color="tab:gray")
+    ax.set_yscale("log")
+    ax.set(ylabel="seconds", title=title)
+    ax.tick_params(axis="x", rotation=30, labelsize=8)
+
+
+def not_run_lines(unavailable):
+    """Report lines naming each method that was not run (``{name: reason}``) and why."""
+    lines = []
+    for name, reason in unavailable.items():
+        lines += ["", f"{name}: not run ({reason})"]
+    return lines

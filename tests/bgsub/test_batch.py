@@ -224,15 +224,20 @@ def test_batch_errors(tmp_path, capsys):
     assert cli(["batch", str(tmp_path / "empty"), str(tmp_path / "out"), "--workers", "0"]) == 2
 
 
+def _copies_of_one_video(root, names, seed):
+    """A new folder ``root`` holding one 40-frame 320x240 test video under each of ``names``."""
+    root.mkdir()
+    first = write_test_video(root / names[0], frames=40, size=(320, 240), seed=seed)
+    for name in names[1:]:
+        shutil.copy(first, root / name)
+
+
 def test_batch_killed_mid_run_then_restarted(tmp_path):
     """SIGKILL the whole batch while it works; nothing half-written survives,
     and the restart redoes only what was not finished."""
     root = tmp_path / "in"
-    root.mkdir()
-    first = write_test_video(root / "v01.avi", frames=40, size=(320, 240), seed=7)
     names = [f"v{i:02d}.avi" for i in range(1, 7)]
-    for name in names[1:]:
-        shutil.copy(first, root / name)
+    _copies_of_one_video(root, names, seed=7)
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "bgsub.cli", "batch", str(root), str(out), "--algo", "knn",
            "--workers", "1", "--quiet"]
@@ -282,11 +287,8 @@ def test_batch_killed_mid_run_then_restarted(tmp_path):
 
 def test_batch_ctrl_c_stops_workers_and_discards_unfinished_folders(tmp_path):
     root = tmp_path / "in"
-    root.mkdir()
-    first = write_test_video(root / "v1.avi", frames=40, size=(320, 240), seed=8)
     names = [f"v{i}.avi" for i in range(1, 6)]
-    for name in names[1:]:
-        shutil.copy(first, root / name)
+    _copies_of_one_video(root, names, seed=8)
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(

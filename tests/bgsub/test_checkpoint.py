@@ -29,7 +29,8 @@ def _frames(T=24, H=12, W=16, C=3, seed=0):
 
 @pytest.mark.parametrize("algo,params,C", [("olkn", {}, 3), ("norma", {}, 3), ("olkn", {"color": "gray"}, 3),
                                           ("norma", {"update_mask": "raw", "budget": 5}, 1),
-                                          ("olkn", {"init": "empty", "r": 0.3}, 3)])
+                                          ("olkn", {"init": "empty", "r": 0.3}, 3),
+                                          ("oem", {}, 3), ("oem", {"covariance": "diag", "color": "gray"}, 3)])
 def test_resume_gives_byte_identical_masks(tmp_path, algo, params, C):
     frames = _frames(C=C)
     whole = bgsub.create(algo, **params)

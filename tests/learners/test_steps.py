@@ -59,6 +59,11 @@ def _capacity(budget):
     return N_STEPS + 1 if budget is None else budget
 
 
+def _empty_expansions(budget, kernel="gaussian", **kw):
+    """The jitted state and the reference expansion, both empty, with the same kernel and budget."""
+    return JitExpansion(2, _capacity(budget), kernel, **kw), ref.Expansion(kernel, budget=budget, **kw)
+
+
 def _assert_same_expansion(jit, exp):
     sv, alpha = jit.terms()
     assert sv.shape[0] == len(exp.points)
@@ -83,8 +88,7 @@ def test_olk_c_step_matches_reference(kernel, kw, r, C, budget, thr):
     X, y, _ = _stream(1)
     if kernel == "polynomial":
         X = X * 0.5
-    jit = JitExpansion(2, _capacity(budget), kernel, **kw)
-    exp = ref.Expansion(kernel, budget=budget, **kw)
+    jit, exp = _empty_expansions(budget, kernel, **kw)
     for x, yy in zip(X, y):
         f_ref = ref.olk_c(exp, x, yy, r, C, thr)
         f, alpha = steps.olk_c_step(x, yy, jit.sv, jit.coef, jit.ring, jit.scale, r, C, *jit.kargs, thr)
@@ -105,8 +109,7 @@ def test_olk_r_step_matches_reference(kernel, kw, r, C, eps, budget, thr):
     X, _, y = _stream(2)
     if kernel == "polynomial":
         X = X * 0.5
-    jit = JitExpansion(2, _capacity(budget), kernel, **kw)
-    exp = ref.Expansion(kernel, budget=budget, **kw)
+    jit, exp = _empty_expansions(budget, kernel, **kw)
     for x, yy in zip(X, y):
         f_ref, a, a_star = ref.olk_r(exp, x, yy, r, C, eps, thr)
         f, alpha = steps.olk_r_step(x, yy, jit.sv, jit.coef, jit.ring, jit.scale, r, C, eps, *jit.kargs, thr)
@@ -127,8 +130,7 @@ def test_olk_n_step_matches_reference(rule, kernel, kw, r, nu, C, budget, thr):
     X, _, _ = _stream(3)
     if kernel == "polynomial":
         X = X * 0.3
-    jit = JitExpansion(2, _capacity(budget), kernel, **kw)
-    exp = ref.Expansion(kernel, budget=budget, **kw)
+    jit, exp = _empty_expansions(budget, kernel, **kw)
     rho_ref = rho = 0.0
     interior = 0
     for x in X:
@@ -149,8 +151,7 @@ def test_olk_n_quantile_rho_matches_reference(eta, nu_rho, lo, hi, budget):
     # the per-pixel nu-trick offset, applied by the caller before olk_n_update (RHO_QUANTILE)
     X, _, _ = _stream(5)
     r, nu, C = 0.01, 0.1, 0.5
-    jit = JitExpansion(2, _capacity(budget), "gaussian")
-    exp = ref.Expansion("gaussian", budget=budget)
+    jit, exp = _empty_expansions(budget)
     rho_ref = rho = 0.0
     novel = 0
     for x in X:
@@ -201,8 +202,7 @@ def test_norma_classification_step_matches_reference(kernel, kw, loss, eta, lam,
     if kernel == "polynomial":
         X = X * 0.5
     perceptron = loss == "perceptron"
-    jit = JitExpansion(2, _capacity(budget), kernel, **kw)
-    exp = ref.Expansion(kernel, budget=budget, **kw)
+    jit, exp = _empty_expansions(budget, kernel, **kw)
     b = 0.0
     for x, yy in zip(X, y):
         f_ref = ref.norma_classification(exp, x, yy, eta, lam, margin, perceptron, use_offset, thr)
@@ -220,8 +220,7 @@ def test_norma_classification_step_matches_reference(kernel, kw, loss, eta, lam,
 ])
 def test_norma_nu_classification_step_matches_reference(eta, lam, nu, use_offset, budget):
     X, y, _ = _stream(5)
-    jit = JitExpansion(2, _capacity(budget))
-    exp = ref.Expansion(budget=budget)
+    jit, exp = _empty_expansions(budget)
     rho = rho_ref = 1.0
     b = 0.0
     for x, yy in zip(X, y):
@@ -244,8 +243,7 @@ def test_norma_nu_classification_step_matches_reference(eta, lam, nu, use_offset
 def test_norma_regression_step_matches_reference(loss, eta, lam, use_offset, budget, thr):
     X, _, y = _stream(6)
     code = steps.REGRESSION_LOSSES[loss]
-    jit = JitExpansion(2, _capacity(budget))
-    exp = ref.Expansion(budget=budget)
+    jit, exp = _empty_expansions(budget)
     eps = eps_ref = 0.3
     sigma = sigma_ref = 0.5
     nu = 0.3
@@ -269,8 +267,7 @@ def test_norma_regression_step_matches_reference(loss, eta, lam, use_offset, bud
 ])
 def test_norma_novelty_step_matches_reference(eta, lam, nu, budget, thr):
     X, _, _ = _stream(7)
-    jit = JitExpansion(2, _capacity(budget))
-    exp = ref.Expansion(budget=budget)
+    jit, exp = _empty_expansions(budget)
     rho = rho_ref = 0.0
     for x in X:
         f_ref, rho_ref = ref.norma_novelty(exp, x, eta, lam, nu, rho_ref, thr)
