@@ -73,6 +73,14 @@ def _mat(arr, base, index, n, m):
 
 
 @njit(cache=True, inline="always")
+def _expansion_layout(frame, samples, coef, ring):
+    """``H, W, B, C`` and the base addresses (for :func:`_vec`/:func:`_mat`) of a frame and the per-pixel
+    expansions ``samples`` (H, W, B, C), ``coef`` (H, W, B), ``ring`` (H, W, 2)."""
+    return (frame.shape[0], frame.shape[1], samples.shape[2], samples.shape[3],
+            frame.ctypes.data, samples.ctypes.data, coef.ctypes.data, ring.ctypes.data)
+
+
+@njit(cache=True, inline="always")
 def _hash24(seed, frame_no, index):
     """A uniform 24-bit integer from ``(seed, frame_no, index)`` (splitmix64 finaliser)."""
     z = (np.uint64(seed) + np.uint64(frame_no) * np.uint64(0x9E3779B97F4A7C15)
@@ -104,14 +112,7 @@ def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_ou
     mask : uint8 (H, W)
         Output: 255 where ``score > 0``, else 0.
     """
-    H = frame.shape[0]
-    W = frame.shape[1]
-    B = samples.shape[2]
-    C = samples.shape[3]
-    fb = frame.ctypes.data
-    sb = samples.ctypes.data
-    cb = coef.ctypes.data
-    rb = ring.ctypes.data
+    H, W, B, C, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         for j in range(W):
             p = i * W + j
@@ -265,14 +266,7 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
     number of pixels of row ``i`` that stepped. ``adapt > 0`` raises the background
     update probability of pixels whose offset dropped (:func:`_adaptive_prob`).
     """
-    H = frame.shape[0]
-    W = frame.shape[1]
-    B = samples.shape[2]
-    nc = samples.shape[3]
-    fb = frame.ctypes.data
-    sb = samples.ctypes.data
-    cb = coef.ctypes.data
-    rb = ring.ctypes.data
+    H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         n = 0
         for j in range(W):
@@ -309,14 +303,7 @@ def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg,
                 frame_no, score, mask, nbr_mask, stepped):
     """One nu-NORMA frame in one pass (score ``rho - f``, then the selected pixels step;
     neighbour diffusion as in :func:`olkn_frame`)."""
-    H = frame.shape[0]
-    W = frame.shape[1]
-    B = samples.shape[2]
-    nc = samples.shape[3]
-    fb = frame.ctypes.data
-    sb = samples.ctypes.data
-    cb = coef.ctypes.data
-    rb = ring.ctypes.data
+    H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         n = 0
         for j in range(W):
@@ -355,14 +342,7 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho
     offset rule, neighbour diffusion (neighbours classified by ``mask``) and the
     same :func:`learners.steps.olk_n_update` as :func:`olkn_frame`.
     """
-    H = frame.shape[0]
-    W = frame.shape[1]
-    B = samples.shape[2]
-    nc = samples.shape[3]
-    fb = frame.ctypes.data
-    sb = samples.ctypes.data
-    cb = coef.ctypes.data
-    rb = ring.ctypes.data
+    H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         n = 0
         for j in range(W):
@@ -393,14 +373,7 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho
 def norma_update_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, f_in, mask, p_bg, p_fg, p_diff,
                        radius, seed, frame_no, stepped):
     """nu-NORMA update at the pixels selected by an external ``mask`` (see :func:`olkn_update_frame`)."""
-    H = frame.shape[0]
-    W = frame.shape[1]
-    B = samples.shape[2]
-    nc = samples.shape[3]
-    fb = frame.ctypes.data
-    sb = samples.ctypes.data
-    cb = coef.ctypes.data
-    rb = ring.ctypes.data
+    H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         n = 0
         for j in range(W):
