@@ -149,6 +149,29 @@ def renormalise(coef, scale):
                 coef[i, j, b] = np.float32(coef[i, j, b] * scale)
 
 
+@njit(cache=True, inline="always")
+def _weighted_sample_sum(samples, coef, ring, i, j, acc):
+    """``acc[c] = sum_k |coef_k| samples_k[c]`` over pixel ``(i, j)``'s live samples; returns ``sum_k |coef_k|``.
+
+    ``acc / sum`` is the pixel's background estimate (coefficient-weighted mean of its samples).
+    """
+    B = samples.shape[2]
+    start = ring[i, j, 0]
+    count = ring[i, j, 1]
+    wsum = 0.0
+    for c in range(acc.shape[0]):
+        acc[c] = 0.0
+    for k in range(count):
+        slot = start + k
+        if slot >= B:
+            slot -= B
+        w = abs(np.float64(coef[i, j, slot]))
+        wsum += w
+        for c in range(acc.shape[0]):
+            acc[c] += w * np.float64(samples[i, j, slot, c])
+    return wsum
+
+
 @njit(cache=True, parallel=True, nogil=True)
 def background_image(samples, coef, ring, out):
     """Coefficient-weighted mean of each pixel's live samples, as uint8 ``(H, W, C)``.
@@ -157,24 +180,11 @@ def background_image(samples, coef, ring, out):
     """
     H = samples.shape[0]
     W = samples.shape[1]
-    B = samples.shape[2]
     C = samples.shape[3]
     for i in prange(H):
         acc = np.zeros(C, dtype=np.float64)
         for j in range(W):
-            start = ring[i, j, 0]
-            count = ring[i, j, 1]
-            wsum = 0.0
-            for c in range(C):
-                acc[c] = 0.0
-            for k in range(count):
-                slot = start + k
-                if slot >= B:
-                    slot -= B
-                w = abs(np.float64(coef[i, j, slot]))
-                wsum += w
-                for c in range(C):
-                    acc[c] += w * np.float64(samples[i, j, slot, c])
+            wsum = _weighted_sample_sum(samples, coef, ring, i, j, acc)
             for c in range(C):
                 v = acc[c] / wsum if wsum > 0.0 else 0.0
                 out[i, j, c] = np.uint8(min(255.0, max(0.0, v + 0.5)))
@@ -456,26 +466,13 @@ def suppress_shadows(frame, samples, coef, ring, mask, lo, hi, chroma):
     """
     H = frame.shape[0]
     W = frame.shape[1]
-    B = samples.shape[2]
     C = samples.shape[3]
     for i in prange(H):
         b = np.zeros(C, dtype=np.float64)
         for j in range(W):
             if mask[i, j] == 0:
                 continue
-            start = ring[i, j, 0]
-            count = ring[i, j, 1]
-            wsum = 0.0
-            for c in range(C):
-                b[c] = 0.0
-            for k in range(count):
-                slot = start + k
-                if slot >= B:
-                    slot -= B
-                w = abs(np.float64(coef[i, j, slot]))
-                wsum += w
-                for c in range(C):
-                    b[c] += w * np.float64(samples[i, j, slot, c])
+            wsum = _weighted_sample_sum(samples, coef, ring, i, j, b)
             if wsum <= 0.0:
                 continue
             bb = 0.0
