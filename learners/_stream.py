@@ -217,6 +217,16 @@ def kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut):
     return total, oldest
 
 
+@njit(cache=True, inline="always")
+def stream_value(f_given, i, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut):
+    """``f_t(x)`` of row ``i``: ``f_given[i]`` when the caller already has it (``f_given`` not empty),
+    else ``scale * sum_j coef[j] k(sv[j], x) + b``."""
+    if f_given.shape[0] > 0:
+        return f_given[i]
+    total, _ = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
+    return scale * total + b
+
+
 @njit(cache=True, fastmath=True)
 def expansion_decision(X, sv, coef, ring, scale, kind, width, degree, coef0, lut, out):
     """``out[i] = scale * sum_j coef[j] k(sv[j], X[i])`` for every row of ``X``."""
@@ -238,11 +248,7 @@ def olk_c_fit_stream(X, y, sv, coef, ring, state, r, C, kind, width, degree, coe
     decay = olk_decay(r)
     for i in range(X.shape[0]):
         x = X[i]
-        if f_given.shape[0] > 0:
-            f = f_given[i]
-        else:
-            total, _ = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
-            f = scale * total
+        f = stream_value(f_given, i, x, sv, coef, ring, scale, 0.0, kind, width, degree, coef0, lut)
         kxx = self_kernel(kind, x, width, degree, coef0, lut)
         olk_c_update(x, y[i], f, sv, coef, ring, scale, r, C, kxx, sv_threshold)
         f_out[i] = f
@@ -259,11 +265,7 @@ def olk_r_fit_stream(X, y, sv, coef, ring, state, r, C, epsilon, kind, width, de
     decay = olk_decay(r)
     for i in range(X.shape[0]):
         x = X[i]
-        if f_given.shape[0] > 0:
-            f = f_given[i]
-        else:
-            total, _ = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
-            f = scale * total
+        f = stream_value(f_given, i, x, sv, coef, ring, scale, 0.0, kind, width, degree, coef0, lut)
         kxx = self_kernel(kind, x, width, degree, coef0, lut)
         olk_r_update(x, y[i], f, sv, coef, ring, scale, r, C, epsilon, kxx, sv_threshold)
         f_out[i] = f
@@ -310,11 +312,7 @@ def norma_classification_fit_stream(X, y, sv, coef, ring, state, eta, schedule, 
         t += 1.0
         eta_t = step_size(eta, schedule, t)
         x = X[i]
-        if f_given.shape[0] > 0:
-            f = f_given[i]
-        else:
-            total, _ = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
-            f = scale * total + b
+        f = stream_value(f_given, i, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut)
         _, b = norma_classification_update(x, y[i], f, sv, coef, ring, scale, eta_t, lam, margin, strict, b,
                                            use_offset, sv_threshold)
         f_out[i] = f
@@ -336,11 +334,7 @@ def norma_nu_classification_fit_stream(X, y, sv, coef, ring, state, eta, schedul
         t += 1.0
         eta_t = step_size(eta, schedule, t)
         x = X[i]
-        if f_given.shape[0] > 0:
-            f = f_given[i]
-        else:
-            total, _ = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
-            f = scale * total + b
+        f = stream_value(f_given, i, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut)
         _, rho, b = norma_nu_classification_update(x, y[i], f, sv, coef, ring, scale, eta_t, lam, nu, rho, b,
                                                    use_offset, sv_threshold)
         f_out[i] = f
@@ -364,11 +358,7 @@ def norma_regression_fit_stream(X, y, sv, coef, ring, state, eta, schedule, lam,
         t += 1.0
         eta_t = step_size(eta, schedule, t)
         x = X[i]
-        if f_given.shape[0] > 0:
-            f = f_given[i]
-        else:
-            total, _ = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
-            f = scale * total + b
+        f = stream_value(f_given, i, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut)
         _, epsilon, sigma, b = norma_regression_update(x, y[i], f, sv, coef, ring, scale, eta_t, lam, loss, epsilon,
                                                        nu, sigma, b, use_offset, sv_threshold)
         f_out[i] = f

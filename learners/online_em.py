@@ -528,14 +528,17 @@ def gaussian_fit_stream(X, n_seen, floor, s0, s1, s2, spherical, reg, mu, ivar, 
 
 
 @njit(cache=True)
+def _full_scratch(K, D):
+    """Work arrays of :func:`gaussian_full_step`/:func:`gaussian_full_evaluate` for ``K`` components in ``D``
+    dimensions: ``d2``, ``resp`` (K,), ``work`` (D, D), ``z`` (D,)."""
+    return np.empty(K), np.empty(K), np.empty((D, D)), np.empty(D)
+
+
+@njit(cache=True)
 def gaussian_full_fit_stream(X, n_seen, floor, s0, s1, s2, reg, loglik):
     """Full-covariance counterpart of :func:`gaussian_fit_stream`."""
-    K = s0.shape[0]
     D = X.shape[1]
-    d2 = np.empty(K)
-    resp = np.empty(K)
-    work = np.empty((D, D))
-    z = np.empty(D)
+    d2, resp, work, z = _full_scratch(s0.shape[0], D)
     n = n_seen
     for i in range(X.shape[0]):
         n += 1
@@ -560,12 +563,8 @@ def gaussian_score_rows(X, s0, mu, ivar, nrm, spherical, loglik, resp_out):
 @njit(cache=True)
 def gaussian_full_score_rows(X, s0, s1, s2, reg, loglik, resp_out):
     """Full-covariance counterpart of :func:`gaussian_score_rows`."""
-    K = s0.shape[0]
     D = X.shape[1]
-    d2 = np.empty(K)
-    resp = np.empty(K)
-    work = np.empty((D, D))
-    z = np.empty(D)
+    d2, resp, work, z = _full_scratch(s0.shape[0], D)
     for i in range(X.shape[0]):
         a, t, m = gaussian_full_evaluate(X[i], s0, s1, s2, reg, d2, resp, work, z)
         loglik[i] = log_likelihood(a, t, m, D)

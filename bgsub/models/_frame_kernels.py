@@ -73,6 +73,14 @@ def _mat(arr, base, index, n, m):
 
 
 @njit(cache=True, inline="always")
+def _expansion_layout(frame, samples, coef, ring):
+    """``H, W, B, C`` and the base addresses (for :func:`_vec`/:func:`_mat`) of a frame and the per-pixel
+    expansions ``samples`` (H, W, B, C), ``coef`` (H, W, B), ``ring`` (H, W, 2)."""
+    return (frame.shape[0], frame.shape[1], samples.shape[2], samples.shape[3],
+            frame.ctypes.data, samples.ctypes.data, coef.ctypes.data, ring.ctypes.data)
+
+
+@njit(cache=True, inline="always")
 def _hash24(seed, frame_no, index):
     """A uniform 24-bit integer from ``(seed, frame_no, index)`` (splitmix64 finaliser)."""
     z = (np.uint64(seed) + np.uint64(frame_no) * np.uint64(0x9E3779B97F4A7C15)
@@ -104,14 +112,7 @@ def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_ou
     mask : uint8 (H, W)
         Output: 255 where ``score > 0``, else 0.
     """
-    H = frame.shape[0]
-    W = frame.shape[1]
-    B = samples.shape[2]
-    C = samples.shape[3]
-    fb = frame.ctypes.data
-    sb = samples.ctypes.data
-    cb = coef.ctypes.data
-    rb = ring.ctypes.data
+    H, W, B, C, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         for j in range(W):
             p = i * W + j
@@ -148,6 +149,29 @@ def renormalise(coef, scale):
                 coef[i, j, b] = np.float32(coef[i, j, b] * scale)
 
 
+@njit(cache=True, inline="always")
+def _weighted_sample_sum(samples, coef, ring, i, j, acc):
+    """``acc[c] = sum_k |coef_k| samples_k[c]`` over pixel ``(i, j)``'s live samples; returns ``sum_k |coef_k|``.
+
+    ``acc / sum`` is the pixel's background estimate (coefficient-weighted mean of its samples).
+    """
+    B = samples.shape[2]
+    start = ring[i, j, 0]
+    count = ring[i, j, 1]
+    wsum = 0.0
+    for c in range(acc.shape[0]):
+        acc[c] = 0.0
+    for k in range(count):
+        slot = start + k
+        if slot >= B:
+            slot -= B
+        w = abs(np.float64(coef[i, j, slot]))
+        wsum += w
+        for c in range(acc.shape[0]):
+            acc[c] += w * np.float64(samples[i, j, slot, c])
+    return wsum
+
+
 @njit(cache=True, parallel=True, nogil=True)
 def background_image(samples, coef, ring, out):
     """Coefficient-weighted mean of each pixel's live samples, as uint8 ``(H, W, C)``.
@@ -156,24 +180,11 @@ def background_image(samples, coef, ring, out):
     """
     H = samples.shape[0]
     W = samples.shape[1]
-    B = samples.shape[2]
     C = samples.shape[3]
     for i in prange(H):
         acc = np.zeros(C, dtype=np.float64)
         for j in range(W):
-            start = ring[i, j, 0]
-            count = ring[i, j, 1]
-            wsum = 0.0
-            for c in range(C):
-                acc[c] = 0.0
-            for k in range(count):
-                slot = start + k
-                if slot >= B:
-                    slot -= B
-                w = abs(np.float64(coef[i, j, slot]))
-                wsum += w
-                for c in range(C):
-                    acc[c] += w * np.float64(samples[i, j, slot, c])
+            wsum = _weighted_sample_sum(samples, coef, ring, i, j, acc)
             for c in range(C):
                 v = acc[c] / wsum if wsum > 0.0 else 0.0
                 out[i, j, c] = np.uint8(min(255.0, max(0.0, v + 0.5)))
@@ -265,14 +276,7 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
     number of pixels of row ``i`` that stepped. ``adapt > 0`` raises the background
     update probability of pixels whose offset dropped (:func:`_adaptive_prob`).
     """
-    H = frame.shape[0]
-    W = frame.shape[1]
-    B = samples.shape[2]
-    nc = samples.shape[3]
-    fb = frame.ctypes.data
-    sb = samples.ctypes.data
-    cb = coef.ctypes.data
-    rb = ring.ctypes.data
+    H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         n = 0
         for j in range(W):
@@ -309,14 +313,7 @@ def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg,
                 frame_no, score, mask, nbr_mask, stepped):
     """One nu-NORMA frame in one pass (score ``rho - f``, then the selected pixels step;
     neighbour diffusion as in :func:`olkn_frame`)."""
-    H = frame.shape[0]
-    W = frame.shape[1]
-    B = samples.shape[2]
-    nc = samples.shape[3]
-    fb = frame.ctypes.data
-    sb = samples.ctypes.data
-    cb = coef.ctypes.data
-    rb = ring.ctypes.data
+    H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         n = 0
         for j in range(W):
@@ -355,14 +352,7 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho
     offset rule, neighbour diffusion (neighbours classified by ``mask``) and the
     same :func:`learners.steps.olk_n_update` as :func:`olkn_frame`.
     """
-    H = frame.shape[0]
-    W = frame.shape[1]
-    B = samples.shape[2]
-    nc = samples.shape[3]
-    fb = frame.ctypes.data
-    sb = samples.ctypes.data
-    cb = coef.ctypes.data
-    rb = ring.ctypes.data
+    H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         n = 0
         for j in range(W):
@@ -393,14 +383,7 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho
 def norma_update_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, f_in, mask, p_bg, p_fg, p_diff,
                        radius, seed, frame_no, stepped):
     """nu-NORMA update at the pixels selected by an external ``mask`` (see :func:`olkn_update_frame`)."""
-    H = frame.shape[0]
-    W = frame.shape[1]
-    B = samples.shape[2]
-    nc = samples.shape[3]
-    fb = frame.ctypes.data
-    sb = samples.ctypes.data
-    cb = coef.ctypes.data
-    rb = ring.ctypes.data
+    H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         n = 0
         for j in range(W):
@@ -483,26 +466,13 @@ def suppress_shadows(frame, samples, coef, ring, mask, lo, hi, chroma):
     """
     H = frame.shape[0]
     W = frame.shape[1]
-    B = samples.shape[2]
     C = samples.shape[3]
     for i in prange(H):
         b = np.zeros(C, dtype=np.float64)
         for j in range(W):
             if mask[i, j] == 0:
                 continue
-            start = ring[i, j, 0]
-            count = ring[i, j, 1]
-            wsum = 0.0
-            for c in range(C):
-                b[c] = 0.0
-            for k in range(count):
-                slot = start + k
-                if slot >= B:
-                    slot -= B
-                w = abs(np.float64(coef[i, j, slot]))
-                wsum += w
-                for c in range(C):
-                    b[c] += w * np.float64(samples[i, j, slot, c])
+            wsum = _weighted_sample_sum(samples, coef, ring, i, j, b)
             if wsum <= 0.0:
                 continue
             bb = 0.0

@@ -23,7 +23,7 @@ This module imports only numpy, numba and the learners' jitted core.
 import numpy as np
 from numba import njit, prange
 
-from bgsub.models._frame_kernels import _mat, _selected, _vec
+from bgsub.models._frame_kernels import _expansion_layout, _mat, _selected, _vec
 from learners.kernels import GAUSSIAN
 from learners.svmd_steps import EPS, NOVELTY, STATE_SIZE, svmd_loss_update, svmd_predict
 
@@ -37,16 +37,9 @@ def svmd_frame(frame, samples, alpha, beta, ring, state, offset, kappa, params, 
     (``update_mask="post"``) instead of the raw one; ``score``/``mask`` are then
     left as the scoring pass wrote them.
     """
-    H = frame.shape[0]
-    W = frame.shape[1]
-    B = samples.shape[2]
-    nc = samples.shape[3]
+    H, W, B, nc, fb, sb, ab, rb = _expansion_layout(frame, samples, alpha, ring)
     use_external = external.shape[0] == H
-    fb = frame.ctypes.data
-    sb = samples.ctypes.data
-    ab = alpha.ctypes.data
     bb = beta.ctypes.data
-    rb = ring.ctypes.data
     tb = state.ctypes.data
     ob = offset.ctypes.data
     for i in prange(H):

@@ -107,11 +107,84 @@ def binary_median(mask: np.ndarray, k: int) -> np.ndarray:
     return cv2.compare(counts, (k * k) // 2, cv2.CMP_GT)
 
 
+def checked_params(owner: str, specs: dict[str, ParamSpec], current: dict[str, Any],
+                   changes: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``current`` with ``changes`` applied, each checked by its spec; an unknown name is an error."""
+    new = dict(current)
+    for k, v in changes.items():
+        if k not in specs:
+            raise ValueError(f"{owner} has no parameter {k!r}; its parameters are {', '.join(specs)}")
+        new[k] = specs[k].check(v)
+    return new
+
+
+def from_preset(factory, algorithm: str, presets: dict[str, dict[str, Any]], preset: str | None,
+                params: dict[str, Any]):
+    """``factory(**values)``: the named preset's values (if any), overridden by ``params``."""
+    values = {}
+    if preset is not None:
+        if preset not in presets:
+            raise ValueError(f"unknown preset {preset!r} for {algorithm}; presets: {', '.join(presets)}")
+        values.update(presets[preset])
+    values.update(params)
+    return factory(**values)
+
+
+class OpenCVSubtractorAPI:
+    """What every subtractor shares of OpenCV's cv::Algorithm / cv::BackgroundSubtractor API:
+    ``clear``/``empty``/``getDefaultName``, ``get_params`` and the checks of ``apply``'s arguments."""
+
+    params: dict[str, Any]
+
+    def reset(self) -> None:
+        raise NotImplementedError
+
+    def get_params(self) -> dict[str, Any]:
+        """A copy of the current parameters."""
+        return dict(self.params)
+
+    def clear(self) -> None:
+        """Forget the model, as OpenCV's ``clear()`` (same as :meth:`reset`)."""
+        self.reset()
+
+    def empty(self) -> bool:
+        """False: the subtractor is usable (OpenCV's ``Algorithm.empty``)."""
+        return False
+
+    def getDefaultName(self) -> str:
+        """``"BackgroundSubtractor_<ClassName>"``, after OpenCV's ``BackgroundSubtractor_MOG2``."""
+        return f"BackgroundSubtractor_{type(self).__name__}"
+
+    @staticmethod
+    def _check_frame_type(frame: Any) -> None:
+        if not isinstance(frame, np.ndarray):
+            raise TypeError(f"frame must be a numpy array, got {type(frame).__name__}")
+        if frame.dtype != np.uint8:
+            raise ValueError(
+                f"frame must be uint8 (pixel values 0-255), got dtype {frame.dtype}; "
+                "convert with frame.astype(np.uint8) or cv2.convertScaleAbs"
+            )
+
+    @staticmethod
+    def _check_learning_rate(learningRate: float) -> float:
+        lr = float(learningRate)
+        if math.isnan(lr) or not (lr == -1 or 0.0 <= lr <= 1.0):
+            raise ValueError(f"learningRate must be -1 (automatic) or in [0, 1], got {learningRate}")
+        return lr
+
+    @staticmethod
+    def _check_fgmask(fgmask: Any, shape: tuple[int, int]) -> None:
+        if fgmask is not None and not (isinstance(fgmask, np.ndarray) and fgmask.dtype == np.uint8
+                                       and fgmask.shape == shape):
+            raise ValueError(f"fgmask must be None or a uint8 array of shape {shape}, got "
+                             f"{getattr(fgmask, 'dtype', type(fgmask).__name__)} {getattr(fgmask, 'shape', '')}")
+
+
 def _prob(p: float) -> int:
     return int(round(min(max(p, 0.0), 1.0) * _PROB_ONE))
 
 
-class PixelKernelSubtractor(Checkpointable):
+class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
     """Base class: a tiny online novelty detector per pixel, all stepped at once.
 
     Subclasses define ``_SPECS`` (tuple of ParamSpec), ``_score_offset``,
@@ -160,13 +233,7 @@ class PixelKernelSubtractor(Checkpointable):
 
     def __init__(self, **params: Any) -> None:
         specs = {p.name: p for p in self._SPECS}
-        values = {p.name: p.default for p in self._SPECS}
-        for k, v in params.items():
-            if k not in specs:
-                raise ValueError(
-                    f"{type(self).__name__} has no parameter {k!r}; its parameters are {', '.join(specs)}"
-                )
-            values[k] = specs[k].check(v)
+        values = checked_params(type(self).__name__, specs, {p.name: p.default for p in self._SPECS}, params)
         self._check(values)
         self.params = values
         self.reset()
@@ -178,10 +245,6 @@ class PixelKernelSubtractor(Checkpointable):
             if v and v % 2 == 0:
                 raise ValueError(f"{name} must be 0 or an odd aperture, got {v}")
 
-    def get_params(self) -> dict[str, Any]:
-        """A copy of the current parameters."""
-        return dict(self.params)
-
     def set_params(self, **params: Any) -> bool:
         """Change parameters; returns True when the model had to be reset.
 
@@ -189,13 +252,7 @@ class PixelKernelSubtractor(Checkpointable):
         changing any other (e.g. ``budget``, ``color``) resets the model.
         """
         specs = {p.name: p for p in self._SPECS}
-        new = dict(self.params)
-        for k, v in params.items():
-            if k not in specs:
-                raise ValueError(
-                    f"{type(self).__name__} has no parameter {k!r}; its parameters are {', '.join(specs)}"
-                )
-            new[k] = specs[k].check(v)
+        new = checked_params(type(self).__name__, specs, self.params, params)
         self._check(new)
         needs_reset = any(not specs[k].live and new[k] != self.params[k] for k in params)
         self.params = new
@@ -265,13 +322,7 @@ class PixelKernelSubtractor(Checkpointable):
 
     # ------------------------------------------------------------------ input
     def _prepare(self, frame: np.ndarray) -> np.ndarray:
-        if not isinstance(frame, np.ndarray):
-            raise TypeError(f"frame must be a numpy array, got {type(frame).__name__}")
-        if frame.dtype != np.uint8:
-            raise ValueError(
-                f"frame must be uint8 (pixel values 0-255), got dtype {frame.dtype}; "
-                "convert with frame.astype(np.uint8) or cv2.convertScaleAbs"
-            )
+        self._check_frame_type(frame)
         if frame.ndim == 2:
             img = frame
         elif frame.ndim == 3 and frame.shape[2] in (1, 3):
@@ -360,14 +411,9 @@ class PixelKernelSubtractor(Checkpointable):
         ndarray (H, W) of uint8
             255 foreground, 0 background (after post-processing).
         """
-        lr = float(learningRate)
-        if not (lr == -1 or 0.0 <= lr <= 1.0) or math.isnan(lr):
-            raise ValueError(f"learningRate must be -1 (automatic) or in [0, 1], got {learningRate}")
+        lr = self._check_learning_rate(learningRate)
         img = self._stabilise(self._prepare(image))
-        if fgmask is not None and not (isinstance(fgmask, np.ndarray) and fgmask.dtype == np.uint8
-                                       and fgmask.shape == self.input_shape_):
-            raise ValueError(f"fgmask must be None or a uint8 array of shape {self.input_shape_}, got "
-                             f"{getattr(fgmask, 'dtype', type(fgmask).__name__)} {getattr(fgmask, 'shape', '')}")
+        self._check_fgmask(fgmask, self.input_shape_)
         self._img = img
         if self.samples_ is None:
             self._allocate(img.shape[0], img.shape[1], img.shape[2])
@@ -451,19 +497,6 @@ class PixelKernelSubtractor(Checkpointable):
         if frac > 0 and self.relearn_left_ == 0:
             if cv2.countNonZero(self._rawmask) > frac * self._rawmask.size:
                 self.relearn_left_ = self.params["relearn_frames"]
-
-    # OpenCV's cv::Algorithm / cv::BackgroundSubtractor housekeeping
-    def clear(self) -> None:
-        """Forget the model, as OpenCV's ``clear()`` (same as :meth:`reset`)."""
-        self.reset()
-
-    def empty(self) -> bool:
-        """False: the subtractor is usable (OpenCV's ``Algorithm.empty``)."""
-        return False
-
-    def getDefaultName(self) -> str:
-        """``"BackgroundSubtractor_<ClassName>"``, after OpenCV's ``BackgroundSubtractor_MOG2``."""
-        return f"BackgroundSubtractor_{type(self).__name__}"
 
     def _advance_scale(self) -> None:
         # the decay only changes with the parameters: computed once per parameter set

@@ -13,7 +13,7 @@ Score ``rho - f(x)``; positive = novelty = foreground.
 from __future__ import annotations
 
 from bgsub.models import _frame_kernels as fk
-from bgsub.models.base import COMMON_PARAMS, PixelKernelSubtractor, with_defaults
+from bgsub.models.base import COMMON_PARAMS, PixelKernelSubtractor, from_preset, with_defaults
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
 from learners.steps import norma_decay
 
@@ -105,13 +105,7 @@ class NORMASubtractor(PixelKernelSubtractor):
 
 def createNORMA(preset: str | None = None, **params) -> NORMASubtractor:
     """Build a nu-NORMA subtractor; ``preset="paper"`` starts from the paper's setting."""
-    values = {}
-    if preset is not None:
-        if preset not in NORMA_PRESETS:
-            raise ValueError(f"unknown preset {preset!r} for norma; presets: {', '.join(NORMA_PRESETS)}")
-        values.update(NORMA_PRESETS[preset])
-    values.update(params)
-    return NORMASubtractor(**values)
+    return from_preset(NORMASubtractor, "norma", NORMA_PRESETS, preset, params)
 
 
 register(AlgorithmInfo(name="norma", factory=createNORMA, params=NORMA_PARAMS,

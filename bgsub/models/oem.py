@@ -20,7 +20,6 @@ the floor is reached.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import cv2
@@ -28,7 +27,7 @@ import numpy as np
 
 from bgsub.checkpoint import Checkpointable
 from bgsub.models import _oem_frame
-from bgsub.models.base import binary_median
+from bgsub.models.base import OpenCVSubtractorAPI, binary_median, checked_params
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
 from learners.online_em import learning_rate
 
@@ -62,7 +61,7 @@ _DEFAULTS = {p.name: p.default for p in OEM_PARAMS}
 _SPECS = {p.name: p for p in OEM_PARAMS}
 
 
-class OEMSubtractor(Checkpointable):
+class OEMSubtractor(OpenCVSubtractorAPI, Checkpointable):
     """Per-pixel online-EM Gaussian mixture (OpenCV-style background subtractor).
 
     Parameters
@@ -107,18 +106,10 @@ class OEMSubtractor(Checkpointable):
     # ------------------------------------------------------------------ params
     @staticmethod
     def _checked(current: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-        new = dict(current)
-        for k, v in changes.items():
-            if k not in _SPECS:
-                raise ValueError(f"OEMSubtractor has no parameter {k!r}; its parameters are {', '.join(_SPECS)}")
-            new[k] = _SPECS[k].check(v)
+        new = checked_params("OEMSubtractor", _SPECS, current, changes)
         if new["median"] and new["median"] % 2 == 0:
             raise ValueError(f"median must be 0 or an odd aperture, got {new['median']}")
         return new
-
-    def get_params(self) -> dict[str, Any]:
-        """A copy of the current parameters."""
-        return dict(self.params)
 
     def set_params(self, **params: Any) -> bool:
         """Change parameters; returns True when the model had to be reset (a non-live parameter changed)."""
@@ -145,18 +136,6 @@ class OEMSubtractor(Checkpointable):
         self._score = None
         self._rawmask = None
 
-    def clear(self) -> None:
-        """OpenCV's name for :meth:`reset`."""
-        self.reset()
-
-    def empty(self) -> bool:
-        """False: the subtractor is usable (OpenCV's ``Algorithm.empty``)."""
-        return False
-
-    def getDefaultName(self) -> str:
-        """``"BackgroundSubtractor_OEMSubtractor"``, after OpenCV's ``BackgroundSubtractor_MOG2``."""
-        return f"BackgroundSubtractor_{type(self).__name__}"
-
     def _allocate(self, H: int, W: int, C: int) -> None:
         K = self.params["n_components"]
         V = C if self.params["covariance"] == "diag" else 1
@@ -172,11 +151,7 @@ class OEMSubtractor(Checkpointable):
         self._rawmask = np.zeros((H, W), np.uint8)
 
     def _prepare(self, frame: np.ndarray) -> np.ndarray:
-        if not isinstance(frame, np.ndarray):
-            raise TypeError(f"frame must be a numpy array, got {type(frame).__name__}")
-        if frame.dtype != np.uint8:
-            raise ValueError(f"frame must be uint8 (pixel values 0-255), got dtype {frame.dtype}; "
-                             "convert with frame.astype(np.uint8) or cv2.convertScaleAbs")
+        self._check_frame_type(frame)
         if not (frame.ndim == 2 or (frame.ndim == 3 and frame.shape[2] in (1, 3))) or 0 in frame.shape[:2]:
             raise ValueError(f"frame must be (H, W) grey or (H, W, 3) BGR, got shape {frame.shape}")
         if self.frame_shape_ is not None and frame.shape[:2] != self.frame_shape_:
@@ -214,14 +189,9 @@ class OEMSubtractor(Checkpointable):
         ndarray (H, W) of uint8
             255 foreground, 0 background (after the median filter).
         """
-        lr = float(learningRate)
-        if math.isnan(lr) or not (lr == -1 or 0.0 <= lr <= 1.0):
-            raise ValueError(f"learningRate must be -1 (automatic) or in [0, 1], got {learningRate}")
+        lr = self._check_learning_rate(learningRate)
         img = self._prepare(image)
-        if fgmask is not None and not (isinstance(fgmask, np.ndarray) and fgmask.dtype == np.uint8
-                                       and fgmask.shape == img.shape[:2]):
-            raise ValueError(f"fgmask must be None or a uint8 array of shape {img.shape[:2]}, got "
-                             f"{getattr(fgmask, 'dtype', type(fgmask).__name__)} {getattr(fgmask, 'shape', '')}")
+        self._check_fgmask(fgmask, img.shape[:2])
         first = self.s0_ is None
         if first:
             self._allocate(img.shape[0], img.shape[1], img.shape[2])

@@ -13,7 +13,7 @@ Score ``1 + rho - f(x)``; positive = novelty = foreground.
 from __future__ import annotations
 
 from bgsub.models import _frame_kernels as fk
-from bgsub.models.base import COMMON_PARAMS, PixelKernelSubtractor, with_defaults
+from bgsub.models.base import COMMON_PARAMS, PixelKernelSubtractor, from_preset, with_defaults
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
 from learners.steps import RHO_QUANTILE, RHO_RULES, olk_decay
 
@@ -116,13 +116,7 @@ class OLKNSubtractor(PixelKernelSubtractor):
 
 def createOLKN(preset: str | None = None, **params) -> OLKNSubtractor:
     """Build an OLK_N subtractor; ``preset="paper"`` starts from the paper's setting."""
-    values = {}
-    if preset is not None:
-        if preset not in OLKN_PRESETS:
-            raise ValueError(f"unknown preset {preset!r} for olkn; presets: {', '.join(OLKN_PRESETS)}")
-        values.update(OLKN_PRESETS[preset])
-    values.update(params)
-    return OLKNSubtractor(**values)
+    return from_preset(OLKNSubtractor, "olkn", OLKN_PRESETS, preset, params)
 
 
 register(AlgorithmInfo(name="olkn", factory=createOLKN, params=OLKN_PARAMS,
