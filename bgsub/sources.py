@@ -50,7 +50,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import cv2
 import numpy as np
@@ -278,6 +278,28 @@ class FrameSource:
 
     def _frames(self) -> Iterator[Frame]:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _decoded(self, numbered: Iterable[tuple[int, Path]], limit: int | None = None
+                 ) -> Iterator[tuple[int, np.ndarray]]:
+        """``(number, image)`` for each decodable file of ``numbered``, at most ``limit`` of them.
+
+        The pass of the sources with one image file per frame: an unreadable file is
+        skipped and counted in ``decode_errors``; a size change raises
+        :class:`BadFrameError`.
+        """
+        self._finished = False
+        delivered = 0
+        for n, path in numbered:
+            if limit is not None and delivered >= limit:
+                break
+            image = _read_image(path)
+            if image is None:
+                self.decode_errors += 1
+                continue
+            self._check_size(n, image)
+            delivered += 1
+            yield n, image
+        self._finished = True
 
     # -- lifetime ----------------------------------------------------------
     def close(self) -> None:
@@ -778,19 +800,9 @@ class ImageFolderSource(FrameSource):
         return f"image folder {self.path}"
 
     def _frames(self) -> Iterator[Frame]:
-        self._finished = False
-        delivered = 0
-        for position, f in enumerate(self.files[self.start - 1:], start=self.start):
-            if self.max_frames is not None and delivered >= self.max_frames:
-                break
-            image = _read_image(f)
-            if image is None:
-                self.decode_errors += 1
-                continue
-            self._check_size(position, image)
-            delivered += 1
+        numbered = enumerate(self.files[self.start - 1:], start=self.start)
+        for position, image in self._decoded(numbered, self.max_frames):
             yield Frame(position, image)
-        self._finished = True
 
 
 # --------------------------------------------------------------------------
@@ -845,14 +857,8 @@ class CDnetSource(FrameSource):
         return f"CDnet sequence {self.path}"
 
     def _frames(self) -> Iterator[Frame]:
-        self._finished = False
         seq = self.sequence
-        for n in self.numbers:
-            image = _read_image(seq.input_paths[n])
-            if image is None:
-                self.decode_errors += 1
-                continue
-            self._check_size(n, image)
+        for n, image in self._decoded((n, seq.input_paths[n]) for n in self.numbers):
             size = self.size
             gt = None
             gt_path = seq.gt_paths.get(n)
@@ -870,7 +876,6 @@ class CDnetSource(FrameSource):
             except (OSError, ValueError) as exc:
                 raise SourceError(str(exc)) from None
             yield Frame(n, image, gt, roi)
-        self._finished = True
 
 
 def _read_image_gray(path: Path) -> np.ndarray | None:
