@@ -22,6 +22,8 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from bgsub import registry
+from bgsub.checkpoint import algorithm_name
+from bgsub.checkpoint import load as load_checkpoint
 from bgsub.metrics import ConfusionCounts
 from bgsub.pipeline import DetectedObject, MaskFiles, ObjectsFile, OverlayVideo, Pipeline, Region, Scores, Sink
 from bgsub.sources import SourceError, open_source
@@ -488,6 +490,22 @@ class Session:
         self.algo = algo
         self.params = values
         self._install(subtractor)
+
+    def load_model(self, path: str | os.PathLike) -> str:
+        """Replace the model by the checkpoint at ``path`` (see :func:`bgsub.load`); return its algorithm.
+
+        The loaded model goes on from its own frame count; the metrics start again.
+        Raises :class:`bgsub.CheckpointError` or ``OSError`` (and changes nothing) for
+        a file that is not a readable checkpoint.
+        """
+        subtractor = load_checkpoint(path)
+        algo = algorithm_name(subtractor)
+        values = registry.default_params(algo)
+        values.update(registry.validate_params(algo, subtractor.get_params()))
+        self.algo = algo
+        self.params = values
+        self._install(subtractor)
+        return algo
 
     def set_param(self, name: str, value: Any) -> ParamChange:
         """Change one parameter of the current algorithm.

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from typing import Any
+from typing import Any, Callable
 
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
@@ -162,6 +162,18 @@ class SessionWorker(QObject):
         self._timer.setInterval(0)
         self._timer.timeout.connect(self._tick)
 
+    def _attempt(self, call: Callable[..., Any], *args: Any, doing: str = "") -> tuple[bool, Any]:
+        """``(True, call(*args))``, or ``(False, None)`` after telling the window why it failed.
+
+        ``doing`` (e.g. ``"save the model"``) prefixes the message as ``cannot <doing>: …``.
+        A failure is reported in the window, never a crash of the worker thread.
+        """
+        try:
+            return True, call(*args)
+        except Exception as exc:
+            self.error.emit(f"cannot {doing}: {_user_message(exc)}" if doing else _user_message(exc))
+            return False, None
+
     def _schedule(self) -> None:
         if self._timer is not None and self._state == PlayState.PLAYING:
             self._timer.start()
@@ -231,21 +243,17 @@ class SessionWorker(QObject):
 
     @Slot(str, object)
     def set_algorithm(self, algo: str, params: Any) -> None:
-        try:
-            self.session.set_algorithm(algo, params)
-        except Exception as exc:
-            self.error.emit(f"cannot switch to {algo}: {_user_message(exc)}")
+        ok, _ = self._attempt(self.session.set_algorithm, algo, params, doing=f"switch to {algo}")
+        if not ok:
             self.algorithmRejected.emit(self.session.algo, dict(self.session.params))
             return
         self._model_reset(f"algorithm {algo}: new model")
 
     @Slot(str, object)
     def set_param(self, name: str, value: Any) -> None:
-        try:
-            change = self.session.set_param(name, value)
-        except Exception as exc:
+        ok, change = self._attempt(self.session.set_param, name, value)
+        if not ok:
             self.paramRejected.emit(name, self.session.params.get(name))
-            self.error.emit(_user_message(exc))
             return
         self.paramChanged.emit(change)
         if not change.live:
@@ -253,17 +261,11 @@ class SessionWorker(QObject):
 
     @Slot(float)
     def set_threshold(self, value: float) -> None:
-        try:
-            self.session.set_threshold(value)
-        except Exception as exc:
-            self.error.emit(_user_message(exc))
+        self._attempt(self.session.set_threshold, value)
 
     @Slot(object)
     def set_save_folder(self, folder: Any) -> None:
-        try:
-            self.session.set_save_folder(folder)
-        except Exception as exc:
-            self.error.emit(_user_message(exc))
+        if not self._attempt(self.session.set_save_folder, folder)[0]:
             self.outputChanged.emit("masks", self.session.save_folder)
             return
         if folder is None:
@@ -276,11 +278,9 @@ class SessionWorker(QObject):
     def set_recording(self, kind: str, path: Any) -> None:
         """Start (``path``) or stop (None) the ``"overlay"`` video or the ``"objects"`` file."""
         setter = {"overlay": self.session.set_overlay_video, "objects": self.session.set_objects_file}[kind]
-        try:
-            finished = setter(path)
-        except Exception as exc:
-            self.error.emit(f"cannot save {'the overlay video' if kind == 'overlay' else 'the objects'}: "
-                            f"{_user_message(exc)}")
+        ok, finished = self._attempt(setter, path,
+                                     doing=f"save {'the overlay video' if kind == 'overlay' else 'the objects'}")
+        if not ok:
             running = self.session.output(kind)
             self.outputChanged.emit(kind, str(running.path) if running is not None else None)
             return
@@ -309,10 +309,7 @@ class SessionWorker(QObject):
 
     @Slot(int)
     def set_min_area(self, pixels: int) -> None:
-        try:
-            self.session.set_min_area(pixels)
-        except Exception as exc:
-            self.error.emit(_user_message(exc))
+        self._attempt(self.session.set_min_area, pixels)
 
     @Slot(object)
     def set_frame_limit(self, limit: Any) -> None:
@@ -328,29 +325,19 @@ class SessionWorker(QObject):
     @Slot(str)
     def save_model(self, path: str) -> None:
         """Save the current model to ``path`` (``.npz`` checkpoint)."""
-        try:
-            saved = self.session.subtractor.save(path)
-        except Exception as exc:
-            self.error.emit(f"cannot save the model: {_user_message(exc)}")
+        ok, saved = self._attempt(self.session.subtractor.save, path, doing="save the model")
+        if not ok:
             return
         self.info.emit(f"model saved to {saved} after {self.session.subtractor.n_frames_} frames")
 
     @Slot(str)
     def load_model(self, path: str) -> None:
         """Replace the model by the one saved in ``path``; it continues from its own frame count."""
-        import bgsub
-        from bgsub.checkpoint import algorithm_name
-
-        try:
-            subtractor = bgsub.load(path)
-            algo = algorithm_name(subtractor)
-            self.session.set_algorithm(algo, subtractor.get_params())
-            self.session._install(subtractor)
-        except Exception as exc:
-            self.error.emit(f"cannot load the model: {_user_message(exc)}")
+        ok, algo = self._attempt(self.session.load_model, path, doing="load the model")
+        if not ok:
             return
         self.modelLoaded.emit(algo, dict(self.session.params))
-        self._model_reset(f"model loaded from {path} ({algo}, {subtractor.n_frames_} frames seen)")
+        self._model_reset(f"model loaded from {path} ({algo}, {self.session.subtractor.n_frames_} frames seen)")
 
     @Slot()
     def shutdown(self) -> None:

@@ -154,6 +154,26 @@ def test_switching_algorithm(tiny_sequence):
     assert session.algo == "mog2"
 
 
+def test_load_model_installs_the_checkpoint_and_a_bad_file_changes_nothing(tiny_sequence, tmp_path):
+    import bgsub
+
+    session = stepped(tiny_sequence, "olkn", 4)
+    path = session.subtractor.save(tmp_path / "olkn.npz")
+    session.set_algorithm("norma")
+    assert session.load_model(path) == "olkn"
+    assert session.algo == "olkn" and session.params == bgsub.load(path).get_params()
+    assert session.subtractor.n_frames_ == 4 and session.processed == 0
+    r = session.step()
+    assert r.processed == 1 and session.subtractor.n_frames_ == 5
+
+    damaged = tmp_path / "damaged.npz"
+    damaged.write_bytes(path.read_bytes()[:200])
+    before = session.subtractor
+    with pytest.raises(bgsub.CheckpointError):
+        session.load_model(damaged)
+    assert session.subtractor is before and session.algo == "olkn"
+
+
 def test_errors_for_bad_sources(tmp_path):
     session = Session(algo="knn")
     with pytest.raises(SourceError, match="no source is open"):
