@@ -279,32 +279,14 @@ class FrameSource:
     def _frames(self) -> Iterator[Frame]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _decoded(self, numbered: Iterable[tuple[int, Path]], limit: int | None = None
-                 ) -> Iterator[tuple[int, np.ndarray]]:
-        """``(number, image)`` for each decodable file of ``numbered``, at most ``limit`` of them.
-
-        The pass of the sources with one image file per frame: an unreadable file is
-        skipped and counted in ``decode_errors``; a size change raises
-        :class:`BadFrameError`.
-        """
-        self._finished = False
-        delivered = 0
-        for n, path in numbered:
-            if limit is not None and delivered >= limit:
-                break
-            image = _read_image(path)
-            if image is None:
-                self.decode_errors += 1
-                continue
-            self._check_size(n, image)
-            delivered += 1
-            yield n, image
-        self._finished = True
-
     # -- lifetime ----------------------------------------------------------
     def close(self) -> None:
-        """Release the device or file. Safe to call twice."""
-        self.closed = True
+        """Release the device or file. Safe to call twice, and from another thread than the reader's."""
+        if getattr(self, "_lock", None) is None:  # __init__ failed before setting up
+            return
+        with self._lock:
+            self.closed = True
+            self._release_capture()
 
     def __enter__(self) -> "FrameSource":
         return self
@@ -514,13 +496,6 @@ class CameraSource(FrameSource):
             delivered += 1
             yield frame
 
-    def close(self) -> None:
-        if getattr(self, "_lock", None) is None:
-            return
-        with self._lock:
-            self.closed = True
-            self._release_capture()
-
 
 # --------------------------------------------------------------------------
 # Video files and streams
@@ -667,12 +642,8 @@ class VideoSource(FrameSource):
         self._finished = True
 
     def close(self) -> None:
-        if getattr(self, "_lock", None) is None:
-            return
-        with self._lock:
-            self.closed = True
-            self._release_capture()
-            self._first = None
+        super().close()
+        self._first = None  # the frame kept from opening the file
 
 
 def _check_video_file(p: Path) -> None:
@@ -740,7 +711,56 @@ def _read_image(path: Path) -> np.ndarray | None:
     return _as_bgr(image)
 
 
-class ImageFolderSource(FrameSource):
+class _ImageFilesSource(FrameSource):
+    """Base of the sources with one image file per frame: image folders and CDnet sequences.
+
+    Parameters
+    ----------
+    folder : str or Path
+        The folder.
+    start : int
+        First frame to deliver: a 1-based position in an image folder, a frame
+        number in a CDnet sequence.
+    max_frames : int, optional
+        Deliver at most this many frames.
+    """
+
+    def __init__(self, folder: str | os.PathLike, *, start: int = 1, max_frames: int | None = None) -> None:
+        p = Path(folder)
+        super().__init__(p.resolve().name or str(p), p)
+        _check_limits(start, max_frames)
+        self.start = int(start)
+        self.max_frames = max_frames
+        self._index(p)
+
+    def _index(self, folder: Path) -> None:  # pragma: no cover - abstract
+        """Find the frames' files, set ``frame_count`` and ``size``; raise :class:`SourceError` if unusable."""
+        raise NotImplementedError
+
+    def _decoded(self, numbered: Iterable[tuple[int, Path]], limit: int | None = None
+                 ) -> Iterator[tuple[int, np.ndarray]]:
+        """``(number, image)`` for each decodable file of ``numbered``, at most ``limit`` of them.
+
+        The pass of the sources with one image file per frame: an unreadable file is
+        skipped and counted in ``decode_errors``; a size change raises
+        :class:`BadFrameError`.
+        """
+        self._finished = False
+        delivered = 0
+        for n, path in numbered:
+            if limit is not None and delivered >= limit:
+                break
+            image = _read_image(path)
+            if image is None:
+                self.decode_errors += 1
+                continue
+            self._check_size(n, image)
+            delivered += 1
+            yield n, image
+        self._finished = True
+
+
+class ImageFolderSource(_ImageFilesSource):
     """A folder of images read in natural order (``kind == "images"``).
 
     Frame ``index`` is the 1-based position of the file in natural order, so an
@@ -760,10 +780,7 @@ class ImageFolderSource(FrameSource):
     kind = "images"
     _loss_reason = "damaged or unreadable image files were skipped"
 
-    def __init__(self, folder: str | os.PathLike, *, start: int = 1, max_frames: int | None = None) -> None:
-        p = Path(folder)
-        super().__init__(p.resolve().name or str(p), p)
-        _check_limits(start, max_frames)
+    def _index(self, p: Path) -> None:
         if not p.exists():
             raise SourceError(f"{p} does not exist")
         if not p.is_dir():
@@ -780,10 +797,8 @@ class ImageFolderSource(FrameSource):
                 f"{p} holds no images ({', '.join(e.lstrip('.') for e in IMAGE_EXTENSIONS[:5])}, ...) "
                 f"and is not a CDnet sequence{hint}"
             )
-        self.start = int(start)
-        self.max_frames = max_frames
         n = max(0, len(self.files) - (self.start - 1))
-        self.frame_count = n if max_frames is None else min(n, max_frames)
+        self.frame_count = n if self.max_frames is None else min(n, self.max_frames)
         # The first image that decodes fixes the frame size.
         for f in self.files[self.start - 1:]:
             image = _read_image(f)
@@ -810,7 +825,7 @@ class ImageFolderSource(FrameSource):
 # --------------------------------------------------------------------------
 
 
-class CDnetSource(FrameSource):
+class CDnetSource(_ImageFilesSource):
     """A CDnet-layout sequence folder (``kind == "cdnet"``).
 
     Frames keep their ``in%06d`` numbers and carry the ground truth (when
@@ -830,22 +845,18 @@ class CDnetSource(FrameSource):
     kind = "cdnet"
     _loss_reason = "damaged or unreadable input frames were skipped"
 
-    def __init__(self, folder: str | os.PathLike, *, start: int = 1, max_frames: int | None = None) -> None:
-        p = Path(folder)
-        _check_limits(start, max_frames)
+    def _index(self, p: Path) -> None:
         try:
             seq = load_sequence(p)
         except PermissionError:
             raise SourceError(f"cannot read the sequence folder {p}: permission denied") from None
         except (OSError, ValueError) as exc:
             raise SourceError(str(exc)) from None
-        super().__init__(seq.name, p)
+        self.name = seq.name
         self.sequence = seq
-        self.start = int(start)
-        self.max_frames = max_frames
         self.numbers = [n for n in seq.frames if n >= self.start]
-        if max_frames is not None:
-            self.numbers = self.numbers[:max_frames]
+        if self.max_frames is not None:
+            self.numbers = self.numbers[:self.max_frames]
         if not self.numbers:
             raise SourceError(f"{p} has no frames numbered {self.start} or later")
         self.frame_count = len(self.numbers)
