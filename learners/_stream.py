@@ -21,9 +21,11 @@ STEPS      number of steps taken so far (for ``eta_t = eta / sqrt(t)``)
 
 Every loop writes ``f_out[i] = f_t(x_i)``, the prediction made on row ``i``
 *before* learning from it (offset included), so a caller can count online
-mistakes. The supervised loops take ``f_given``: when it is not empty, ``f_given[i]``
-is that value, already computed (``predict_one`` then ``learn_one`` on the same row
-evaluate the expansion once); it must be exactly what the loop would compute.
+mistakes. The supervised loops take ``memo``/``memo_x``, where :func:`score_row`
+remembered the last single-row prediction: when the first row of ``X`` is that row
+and the model has not changed since (same step count), its ``f_t(x)`` is taken from
+there instead of being computed again (``predict_one`` then ``learn_one`` on the same
+row evaluate the expansion once, and learn exactly what two evaluations would).
 
 Each loop body is exactly the rule's ``*_step`` of :mod:`learners.steps`: evaluate
 ``f_t(x)`` (:func:`kernel_sum`), then call the rule's ``*_update``. The only
@@ -65,8 +67,14 @@ STEPS = 5
 STATE_SIZE = 6
 
 
-#: ``f_given`` of the stream loops when ``f_t(x)`` is to be computed (the usual case).
-EMPTY_F = np.zeros(0, dtype=np.float64)
+#: ``memo`` and ``memo_x`` of the stream loops when no prediction is remembered (batches).
+NO_MEMO = np.zeros(0, dtype=np.float64)
+
+
+def new_memo(n_features):
+    """``(memo, memo_x)`` for :func:`score_row`: ``memo = [step count, raw f]`` (step count -1: nothing
+    remembered), ``memo_x`` the row."""
+    return np.array([-1.0, 0.0]), np.zeros(n_features, dtype=np.float64)
 
 
 def new_state():
@@ -217,14 +225,65 @@ def kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut):
     return total, oldest
 
 
+@njit(cache=True)
+def finite_row(X):
+    """Whether the first row of ``X`` holds only finite values."""
+    for v in X[0]:
+        if not math.isfinite(v):
+            return False
+    return True
+
+
+@njit(cache=True)
+def take_memo(X, memo, memo_x, steps):
+    """Whether ``memo`` holds the raw ``f`` of the first row of ``X`` on this model (the step count
+    :func:`score_row` saw is ``steps``, the row has the same values); forgets it either way, since
+    the caller is about to change the model."""
+    if memo.shape[0] == 0:
+        return False
+    hit = memo[0] == steps and X.shape[0] > 0 and memo_x.shape[0] == X.shape[1]
+    memo[0] = -1.0
+    if hit:
+        for c in range(X.shape[1]):
+            if X[0, c] != memo_x[c]:
+                return False
+    return hit
+
+
+@njit(cache=True)
+def score_row(X, sv, coef, ring, state, kind, width, degree, coef0, lut, memo, memo_x):
+    """``scale * sum_j coef[j] k(sv[j], x)`` of the one row of ``X``, remembered in ``memo``/``memo_x``
+    for the stream loop that may learn from this row next; NaN (nothing remembered) when ``x`` holds
+    NaN or infinity."""
+    x = X[0]
+    for v in x:
+        if not math.isfinite(v):
+            memo[0] = -1.0
+            return math.nan
+    total, _ = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
+    raw = state[SCALE] * total
+    memo_x[:] = x
+    memo[0] = state[STEPS]
+    memo[1] = raw
+    return raw
+
+
 @njit(cache=True, inline="always")
-def stream_value(f_given, i, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut):
-    """``f_t(x)`` of row ``i``: ``f_given[i]`` when the caller already has it (``f_given`` not empty),
-    else ``scale * sum_j coef[j] k(sv[j], x) + b``."""
-    if f_given.shape[0] > 0:
-        return f_given[i]
+def stream_value(given, raw, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut):
+    """``f_t(x)``: ``raw + b`` when the caller already has ``raw = scale * sum_j coef[j] k(sv[j], x)``
+    (``given``), else that sum computed, plus ``b``."""
+    if given:
+        return raw + b
     total, _ = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
     return scale * total + b
+
+
+@njit(cache=True, inline="always")
+def memo_raw(X, memo, memo_x, steps):
+    """``(given, raw)`` for the first row of ``X`` from :func:`take_memo`."""
+    if take_memo(X, memo, memo_x, steps):
+        return True, memo[1]
+    return False, 0.0
 
 
 @njit(cache=True, fastmath=True)
@@ -242,13 +301,14 @@ def expansion_decision(X, sv, coef, ring, scale, kind, width, degree, coef0, lut
 
 @njit(cache=True)
 def olk_c_fit_stream(X, y, sv, coef, ring, state, r, C, kind, width, degree, coef0, lut, sv_threshold, f_out,
-                     f_given):
+                     memo, memo_x):
     """OLK_C over the rows of ``X`` (labels ``y`` in {-1, +1})."""
+    given, raw = memo_raw(X, memo, memo_x, state[STEPS])
     scale = state[SCALE]
     decay = olk_decay(r)
     for i in range(X.shape[0]):
         x = X[i]
-        f = stream_value(f_given, i, x, sv, coef, ring, scale, 0.0, kind, width, degree, coef0, lut)
+        f = stream_value(given and i == 0, raw, x, sv, coef, ring, scale, 0.0, kind, width, degree, coef0, lut)
         kxx = self_kernel(kind, x, width, degree, coef0, lut)
         olk_c_update(x, y[i], f, sv, coef, ring, scale, r, C, kxx, sv_threshold)
         f_out[i] = f
@@ -259,13 +319,14 @@ def olk_c_fit_stream(X, y, sv, coef, ring, state, r, C, kind, width, degree, coe
 
 @njit(cache=True)
 def olk_r_fit_stream(X, y, sv, coef, ring, state, r, C, epsilon, kind, width, degree, coef0, lut, sv_threshold,
-                     f_out, f_given):
+                     f_out, memo, memo_x):
     """OLK_R over the rows of ``X`` with targets ``y``."""
+    given, raw = memo_raw(X, memo, memo_x, state[STEPS])
     scale = state[SCALE]
     decay = olk_decay(r)
     for i in range(X.shape[0]):
         x = X[i]
-        f = stream_value(f_given, i, x, sv, coef, ring, scale, 0.0, kind, width, degree, coef0, lut)
+        f = stream_value(given and i == 0, raw, x, sv, coef, ring, scale, 0.0, kind, width, degree, coef0, lut)
         kxx = self_kernel(kind, x, width, degree, coef0, lut)
         olk_r_update(x, y[i], f, sv, coef, ring, scale, r, C, epsilon, kxx, sv_threshold)
         f_out[i] = f
@@ -303,8 +364,9 @@ def olk_n_fit_stream(X, sv, coef, ring, state, r, nu, C, rho_rule, kind, width, 
 
 @njit(cache=True)
 def norma_classification_fit_stream(X, y, sv, coef, ring, state, eta, schedule, lam, margin, strict, use_offset,
-                                    kind, width, degree, coef0, lut, sv_threshold, f_out, f_given):
+                                    kind, width, degree, coef0, lut, sv_threshold, f_out, memo, memo_x):
     """Soft-margin NORMA / kernel perceptron over the rows of ``X`` (``y`` in {-1, +1})."""
+    given, raw = memo_raw(X, memo, memo_x, state[STEPS])
     scale = state[SCALE]
     b = state[OFFSET]
     t = state[STEPS]
@@ -312,7 +374,7 @@ def norma_classification_fit_stream(X, y, sv, coef, ring, state, eta, schedule, 
         t += 1.0
         eta_t = step_size(eta, schedule, t)
         x = X[i]
-        f = stream_value(f_given, i, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut)
+        f = stream_value(given and i == 0, raw, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut)
         _, b = norma_classification_update(x, y[i], f, sv, coef, ring, scale, eta_t, lam, margin, strict, b,
                                            use_offset, sv_threshold)
         f_out[i] = f
@@ -324,8 +386,9 @@ def norma_classification_fit_stream(X, y, sv, coef, ring, state, eta, schedule, 
 
 @njit(cache=True)
 def norma_nu_classification_fit_stream(X, y, sv, coef, ring, state, eta, schedule, lam, nu, use_offset, kind, width,
-                                       degree, coef0, lut, sv_threshold, f_out, f_given):
+                                       degree, coef0, lut, sv_threshold, f_out, memo, memo_x):
     """nu-NORMA classification over the rows of ``X`` (``y`` in {-1, +1})."""
+    given, raw = memo_raw(X, memo, memo_x, state[STEPS])
     scale = state[SCALE]
     rho = state[RHO]
     b = state[OFFSET]
@@ -334,7 +397,7 @@ def norma_nu_classification_fit_stream(X, y, sv, coef, ring, state, eta, schedul
         t += 1.0
         eta_t = step_size(eta, schedule, t)
         x = X[i]
-        f = stream_value(f_given, i, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut)
+        f = stream_value(given and i == 0, raw, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut)
         _, rho, b = norma_nu_classification_update(x, y[i], f, sv, coef, ring, scale, eta_t, lam, nu, rho, b,
                                                    use_offset, sv_threshold)
         f_out[i] = f
@@ -347,8 +410,9 @@ def norma_nu_classification_fit_stream(X, y, sv, coef, ring, state, eta, schedul
 
 @njit(cache=True)
 def norma_regression_fit_stream(X, y, sv, coef, ring, state, eta, schedule, lam, loss, nu, use_offset, kind, width,
-                                degree, coef0, lut, sv_threshold, f_out, f_given):
+                                degree, coef0, lut, sv_threshold, f_out, memo, memo_x):
     """NORMA regression (any loss of :data:`learners.steps.REGRESSION_LOSSES`) over the rows of ``X``."""
+    given, raw = memo_raw(X, memo, memo_x, state[STEPS])
     scale = state[SCALE]
     b = state[OFFSET]
     epsilon = state[EPSILON]
@@ -358,7 +422,7 @@ def norma_regression_fit_stream(X, y, sv, coef, ring, state, eta, schedule, lam,
         t += 1.0
         eta_t = step_size(eta, schedule, t)
         x = X[i]
-        f = stream_value(f_given, i, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut)
+        f = stream_value(given and i == 0, raw, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut)
         _, epsilon, sigma, b = norma_regression_update(x, y[i], f, sv, coef, ring, scale, eta_t, lam, loss, epsilon,
                                                        nu, sigma, b, use_offset, sv_threshold)
         f_out[i] = f

@@ -85,14 +85,10 @@ class KernelRuleClassifier(BinaryClassifierMixin, ClassifierMixin, OnlineKernelE
     def _check_rule_params(self):
         return {}
 
-    def _init_state(self, params):
-        pass
-
     def _run_stream(self, X, y, p, f_out):
         kind, width, degree, coef0, lut = self._kernel_args(p)
         kernel_rule_fit_stream(X, y, self._sv, self._coef, self._ring, self._state, kind, width, degree, coef0, lut,
                                f_out)
 
-    def _publish_state(self, params):
-        self.n_steps_ = int(self._state[_stream.STEPS])
-        self.offset_ = 0.0
+    def _state_attrs(self, params):
+        return {"offset_": 0.0}

@@ -87,11 +87,6 @@ class _NORMABase(OnlineKernelEstimator):
         tau = check_real("tau", self.tau, low=0.0, low_open=True)
         return {"eta": eta, "lam": lam, "schedule": _stream.schedule_code(self.learning_rate, tau)}
 
-    def _init_state(self, params):
-        pass
-
-    def _publish_state(self, params):
-        self.n_steps_ = int(self._state[_stream.STEPS])
 
 
 class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
@@ -144,7 +139,7 @@ class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
         Margin in force: learnt for ``loss="nu"``, ``margin`` for hinge, 0 for the perceptron.""" + _FITTED_DOC + """
     """
 
-    _reuses_f = True
+    _fast_rows = True
 
     def __init__(self, *, loss="hinge", kernel="gaussian", width="scale", degree=3, coef0=1.0, eta=1.0,
                  learning_rate="constant", tau=100.0, lam=0.001, margin=1.0, nu=0.5, fit_intercept=False,
@@ -178,19 +173,14 @@ class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
     def _init_state(self, p):
         self._state[_stream.RHO] = p["margin"] if p["loss"] == "nu" else 0.0
 
-    def _run_stream(self, X, y, p, f_out):
-        kind, width, degree, coef0, lut = self._kernel_args(p)
+    def _stream_call(self, p):
+        step = (*self._expansion_args(), p["eta"], p["schedule"], p["lam"])
+        kernel = (*self._kernel_args(p), p["sv_threshold"])
         if p["loss"] == "nu":
-            _stream.norma_nu_classification_fit_stream(
-                X, y, self._sv, self._coef, self._ring, self._state, p["eta"], p["schedule"], p["lam"], p["nu"],
-                p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out, self._take_given_f())
-        else:
-            perceptron = p["loss"] == "perceptron"
-            margin = 0.0 if perceptron else p["margin"]
-            _stream.norma_classification_fit_stream(
-                X, y, self._sv, self._coef, self._ring, self._state, p["eta"], p["schedule"], p["lam"], margin,
-                not perceptron, p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out,
-                self._take_given_f())
+            return _stream.norma_nu_classification_fit_stream, (*step, p["nu"], p["use_offset"], *kernel)
+        perceptron = p["loss"] == "perceptron"
+        margin = 0.0 if perceptron else p["margin"]
+        return _stream.norma_classification_fit_stream, (*step, margin, not perceptron, p["use_offset"], *kernel)
 
     def _check_ovr_params(self, p):
         super()._check_ovr_params(p)
@@ -206,13 +196,13 @@ class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
                                   p["schedule"], p["lam"], margin, not perceptron, p["use_offset"], kind, width,
                                   degree, coef0, lut, f_out)
 
-    def _publish_state(self, p):
-        super()._publish_state(p)
-        self.offset_ = self._offsets.copy() if self._multiclass() else float(self._state[_stream.OFFSET])
+    def _state_attrs(self, p):
         if p["loss"] == "nu":
-            self.rho_ = float(self._state[_stream.RHO])
+            rho = float(self._state[_stream.RHO])
         else:
-            self.rho_ = 0.0 if p["loss"] == "perceptron" else p["margin"]
+            rho = 0.0 if p["loss"] == "perceptron" else p["margin"]
+        return {"offset_": self._offsets.copy() if self._multiclass() else float(self._state[_stream.OFFSET]),
+                "rho_": rho}
 
 class NORMARegressor(RegressionMixin, RegressorMixin, _NORMABase):
     """NORMA regression with the losses of Kivinen et al. (eq. 17-21).
@@ -251,7 +241,7 @@ class NORMARegressor(RegressionMixin, RegressorMixin, _NORMABase):
         Huber threshold in force (learnt by ``"adaptive_huber"``).""" + _FITTED_DOC + """
     """
 
-    _reuses_f = True
+    _fast_rows = True
 
     def __init__(self, *, loss="squared", kernel="gaussian", width="scale", degree=3, coef0=1.0, eta=0.1,
                  learning_rate="constant", tau=100.0, lam=0.01, epsilon=0.1, sigma=1.0, nu=0.5, fit_intercept=True,
@@ -288,17 +278,15 @@ class NORMARegressor(RegressionMixin, RegressorMixin, _NORMABase):
         self._state[_stream.EPSILON] = p["epsilon"]
         self._state[_stream.SIGMA] = p["sigma"]
 
-    def _run_stream(self, X, y, p, f_out):
-        kind, width, degree, coef0, lut = self._kernel_args(p)
-        _stream.norma_regression_fit_stream(
-            X, y, self._sv, self._coef, self._ring, self._state, p["eta"], p["schedule"], p["lam"], p["loss"],
-            p["nu"], p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out, self._take_given_f())
+    def _stream_call(self, p):
+        return _stream.norma_regression_fit_stream, (*self._expansion_args(), p["eta"], p["schedule"], p["lam"],
+                                                     p["loss"], p["nu"], p["use_offset"], *self._kernel_args(p),
+                                                     p["sv_threshold"])
 
-    def _publish_state(self, p):
-        super()._publish_state(p)
-        self.offset_ = float(self._state[_stream.OFFSET])
-        self.epsilon_ = float(self._state[_stream.EPSILON])
-        self.sigma_ = float(self._state[_stream.SIGMA])
+    def _state_attrs(self, p):
+        state = self._state
+        return {"offset_": float(state[_stream.OFFSET]), "epsilon_": float(state[_stream.EPSILON]),
+                "sigma_": float(state[_stream.SIGMA])}
 
 class NORMAOneClass(OneClassMixin, OutlierMixin, _NORMABase):
     """nu-NORMA novelty detection (Kivinen et al., eq. 16).
@@ -358,7 +346,6 @@ class NORMAOneClass(OneClassMixin, OutlierMixin, _NORMABase):
                                          p["lam"], p["nu"], kind, width, degree, coef0, lut, p["sv_threshold"],
                                          f_out)
 
-    def _publish_state(self, p):
-        super()._publish_state(p)
-        self.rho_ = float(self._state[_stream.RHO])
-        self.offset_ = self.rho_
+    def _state_attrs(self, p):
+        rho = float(self._state[_stream.RHO])
+        return {"rho_": rho, "offset_": rho}

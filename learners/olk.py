@@ -70,15 +70,7 @@ _FITTED_DOC = """
         Kernel width in force (``width``, or the one ``"scale"`` chose)."""
 
 
-class _OLKBase(OnlineKernelEstimator):
-    def _publish_state(self, params):
-        self.n_steps_ = int(self._state[_stream.STEPS])
-
-    def _init_state(self, params):
-        pass
-
-
-class OLKClassifier(MulticlassClassifierMixin, ClassifierMixin, _OLKBase):
+class OLKClassifier(MulticlassClassifierMixin, ClassifierMixin, OnlineKernelEstimator):
     """OLK_C: online kernel classification (Li et al. 2013, eq. 30-33), any number of classes.
 
     Per row ``(x, y)``, ``y`` mapped to -1/+1: ``a = clip((1 + r - y f_t(x)) / k(x, x), 0, C)``,
@@ -113,7 +105,7 @@ class OLKClassifier(MulticlassClassifierMixin, ClassifierMixin, _OLKBase):
     [0, 1]
     """
 
-    _reuses_f = True
+    _fast_rows = True
 
     def __init__(self, *, kernel="gaussian", width="scale", degree=3, coef0=1.0, C=2.0, r=0.001,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
@@ -132,22 +124,20 @@ class OLKClassifier(MulticlassClassifierMixin, ClassifierMixin, _OLKBase):
     def _check_rule_params(self):
         return {"C": check_real("C", self.C, low=0.0, low_open=True), "r": check_real("r", self.r, low=0.0)}
 
-    def _run_stream(self, X, y, p, f_out):
-        kind, width, degree, coef0, lut = self._kernel_args(p)
-        _stream.olk_c_fit_stream(X, y, self._sv, self._coef, self._ring, self._state, p["r"], p["C"], kind, width,
-                                 degree, coef0, lut, p["sv_threshold"], f_out, self._take_given_f())
+    def _stream_call(self, p):
+        return _stream.olk_c_fit_stream, (*self._expansion_args(), p["r"], p["C"], *self._kernel_args(p),
+                                          p["sv_threshold"])
 
     def _run_ovr_stream(self, X, y, p, f_out):
         kind, width, degree, coef0, lut = self._kernel_args(p)
         _ovr.olk_c_ovr_fit_stream(X, y, self._sv, self._coef, self._ring, self._state, self._offsets, p["r"],
                                   p["C"], kind, width, degree, coef0, lut, f_out)
 
-    def _publish_state(self, params):
-        super()._publish_state(params)
-        self.offset_ = self._offsets.copy() if self._multiclass() else 0.0
+    def _state_attrs(self, params):
+        return {"offset_": self._offsets.copy() if self._multiclass() else 0.0}
 
 
-class OLKRegressor(RegressionMixin, RegressorMixin, _OLKBase):
+class OLKRegressor(RegressionMixin, RegressorMixin, OnlineKernelEstimator):
     """OLK_R: online kernel regression with an epsilon-insensitive tube (Li et al. 2013, eq. 43-52).
 
     Per row: ``a = min(C, ((1 + r)(y - eps) - f_t(x)) / k(x, x))`` when positive, else
@@ -172,7 +162,7 @@ class OLKRegressor(RegressionMixin, RegressorMixin, _OLKBase):
         Constant term of ``f``: always 0.""" + _FITTED_DOC + """
     """
 
-    _reuses_f = True
+    _fast_rows = True
 
     def __init__(self, *, kernel="gaussian", width="scale", degree=3, coef0=1.0, C=1.0, r=0.001, epsilon=0.1,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
@@ -193,16 +183,14 @@ class OLKRegressor(RegressionMixin, RegressorMixin, _OLKBase):
         return {"C": check_real("C", self.C, low=0.0, low_open=True), "r": check_real("r", self.r, low=0.0),
                 "epsilon": check_real("epsilon", self.epsilon, low=0.0)}
 
-    def _run_stream(self, X, y, p, f_out):
-        kind, width, degree, coef0, lut = self._kernel_args(p)
-        _stream.olk_r_fit_stream(X, y, self._sv, self._coef, self._ring, self._state, p["r"], p["C"], p["epsilon"],
-                                 kind, width, degree, coef0, lut, p["sv_threshold"], f_out, self._take_given_f())
+    def _stream_call(self, p):
+        return _stream.olk_r_fit_stream, (*self._expansion_args(), p["r"], p["C"], p["epsilon"],
+                                          *self._kernel_args(p), p["sv_threshold"])
 
-    def _publish_state(self, params):
-        super()._publish_state(params)
-        self.offset_ = 0.0
+    def _state_attrs(self, params):
+        return {"offset_": 0.0}
 
-class OLKOneClass(OneClassMixin, OutlierMixin, _OLKBase):
+class OLKOneClass(OneClassMixin, OutlierMixin, OnlineKernelEstimator):
     """OLK_N: online novelty detection (Li et al. 2013, eq. 55-69).
 
     Per row: ``a = clip((1 + r - f_t(x)) / k(x, x), nu, C)``, old coefficients divided
@@ -270,7 +258,6 @@ class OLKOneClass(OneClassMixin, OutlierMixin, _OLKBase):
         _stream.olk_n_fit_stream(X, self._sv, self._coef, self._ring, self._state, p["r"], p["nu"], p["C"],
                                  p["rho_rule"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out, a_out)
 
-    def _publish_state(self, params):
-        super()._publish_state(params)
-        self.rho_ = float(self._state[_stream.RHO])
-        self.offset_ = 1.0 + self.rho_
+    def _state_attrs(self, params):
+        rho = float(self._state[_stream.RHO])
+        return {"rho_": rho, "offset_": 1.0 + rho}
