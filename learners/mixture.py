@@ -20,7 +20,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from learners import online_em
-from learners._validation import check_choice, check_int, check_real
+from learners._validation import check_choice, check_int, check_real, store_params
 
 __all__ = ["OnlineGaussianMixture", "OnlineBernoulliMixture"]
 
@@ -170,11 +170,7 @@ class OnlineGaussianMixture(_OnlineMixture):
 
     def __init__(self, n_components=1, *, covariance_type="full", learning_rate=0.0, reg_covar=1e-6,
                  random_state=None):
-        self.n_components = n_components
-        self.covariance_type = covariance_type
-        self.learning_rate = learning_rate
-        self.reg_covar = reg_covar
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _check_params(self):
         params = self._common_params()
@@ -282,10 +278,7 @@ class OnlineBernoulliMixture(_OnlineMixture):
     """
 
     def __init__(self, n_components=1, *, learning_rate=0.0, eps=1e-6, random_state=None):
-        self.n_components = n_components
-        self.learning_rate = learning_rate
-        self.eps = eps
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _check_params(self):
         params = self._common_params()

@@ -53,7 +53,7 @@ from learners._base import (
     OnlineKernelEstimator,
     RegressionMixin,
 )
-from learners._validation import check_bool, check_choice, check_real
+from learners._validation import check_bool, check_choice, check_real, store_params
 from learners.steps import REGRESSION_LOSSES
 
 __all__ = ["NORMAClassifier", "NORMARegressor", "NORMAOneClass"]
@@ -144,23 +144,7 @@ class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
     def __init__(self, *, loss="hinge", kernel="gaussian", width="scale", degree=3, coef0=1.0, eta=1.0,
                  learning_rate="constant", tau=100.0, lam=0.001, margin=1.0, nu=0.5, fit_intercept=False,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
-        self.loss = loss
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
-        self.eta = eta
-        self.learning_rate = learning_rate
-        self.tau = tau
-        self.lam = lam
-        self.margin = margin
-        self.nu = nu
-        self.fit_intercept = fit_intercept
-        self.budget = budget
-        self.sv_threshold = sv_threshold
-        self.n_passes = n_passes
-        self.shuffle = shuffle
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _check_rule_params(self):
         p = self._check_step_params()
@@ -246,24 +230,7 @@ class NORMARegressor(RegressionMixin, RegressorMixin, _NORMABase):
     def __init__(self, *, loss="squared", kernel="gaussian", width="scale", degree=3, coef0=1.0, eta=0.1,
                  learning_rate="constant", tau=100.0, lam=0.01, epsilon=0.1, sigma=1.0, nu=0.5, fit_intercept=True,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
-        self.loss = loss
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
-        self.eta = eta
-        self.learning_rate = learning_rate
-        self.tau = tau
-        self.lam = lam
-        self.epsilon = epsilon
-        self.sigma = sigma
-        self.nu = nu
-        self.fit_intercept = fit_intercept
-        self.budget = budget
-        self.sv_threshold = sv_threshold
-        self.n_passes = n_passes
-        self.shuffle = shuffle
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _check_rule_params(self):
         p = self._check_step_params()
@@ -320,20 +287,7 @@ class NORMAOneClass(OneClassMixin, OutlierMixin, _NORMABase):
     def __init__(self, *, kernel="gaussian", width="scale", degree=3, coef0=1.0, eta=0.1, learning_rate="invsqrt",
                  tau=100.0, lam=0.01, nu=0.1, budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False,
                  random_state=None):
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
-        self.eta = eta
-        self.learning_rate = learning_rate
-        self.tau = tau
-        self.lam = lam
-        self.nu = nu
-        self.budget = budget
-        self.sv_threshold = sv_threshold
-        self.n_passes = n_passes
-        self.shuffle = shuffle
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _check_rule_params(self):
         p = self._check_step_params()

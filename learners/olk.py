@@ -50,7 +50,7 @@ from learners._base import (
     OnlineKernelEstimator,
     RegressionMixin,
 )
-from learners._validation import check_choice, check_real
+from learners._validation import check_choice, check_real, store_params
 from learners.steps import RHO_RULES
 
 __all__ = ["OLKClassifier", "OLKRegressor", "OLKOneClass"]
@@ -109,17 +109,7 @@ class OLKClassifier(MulticlassClassifierMixin, ClassifierMixin, OnlineKernelEsti
 
     def __init__(self, *, kernel="gaussian", width="scale", degree=3, coef0=1.0, C=2.0, r=0.001,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
-        self.C = C
-        self.r = r
-        self.budget = budget
-        self.sv_threshold = sv_threshold
-        self.n_passes = n_passes
-        self.shuffle = shuffle
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _check_rule_params(self):
         return {"C": check_real("C", self.C, low=0.0, low_open=True), "r": check_real("r", self.r, low=0.0)}
@@ -166,18 +156,7 @@ class OLKRegressor(RegressionMixin, RegressorMixin, OnlineKernelEstimator):
 
     def __init__(self, *, kernel="gaussian", width="scale", degree=3, coef0=1.0, C=1.0, r=0.001, epsilon=0.1,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
-        self.C = C
-        self.r = r
-        self.epsilon = epsilon
-        self.budget = budget
-        self.sv_threshold = sv_threshold
-        self.n_passes = n_passes
-        self.shuffle = shuffle
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _check_rule_params(self):
         return {"C": check_real("C", self.C, low=0.0, low_open=True), "r": check_real("r", self.r, low=0.0),
@@ -230,19 +209,7 @@ class OLKOneClass(OneClassMixin, OutlierMixin, OnlineKernelEstimator):
     def __init__(self, *, kernel="gaussian", width=1.0, degree=3, coef0=1.0, C=0.2, nu=0.1, r=0.001,
                  rho_rule="paper", budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False,
                  random_state=None):
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
-        self.C = C
-        self.nu = nu
-        self.r = r
-        self.rho_rule = rho_rule
-        self.budget = budget
-        self.sv_threshold = sv_threshold
-        self.n_passes = n_passes
-        self.shuffle = shuffle
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _check_rule_params(self):
         nu = check_real("nu", self.nu, low=0.0, high=1.0, low_open=True)

@@ -59,7 +59,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from learners import svmd_steps as S
 from learners._base import DEFAULT_BUDGET, OneClassMixin, OnlineKernelEstimator, StreamClassifierMixin, validate_data
-from learners._validation import check_bool, check_choice, check_real
+from learners._validation import check_bool, check_choice, check_real, store_params
 from learners.taxonomy import Taxonomy
 
 __all__ = ["SVMDClassifier", "SVMDOneClass"]
@@ -257,24 +257,7 @@ class SVMDClassifier(StreamClassifierMixin, ClassifierMixin, _SVMDBase):
     def __init__(self, *, loss="hinge", taxonomy=None, kernel="gaussian", width=1.0, degree=3, coef0=1.0, eta0=1.0,
                  mu=0.1, decay=0.95, lam=0.01, nu=None, fit_intercept=True, tau=None, budget=DEFAULT_BUDGET,
                  store_eta_trace=False, n_passes=1, shuffle=False, random_state=None):
-        self.loss = loss
-        self.taxonomy = taxonomy
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
-        self.eta0 = eta0
-        self.mu = mu
-        self.decay = decay
-        self.lam = lam
-        self.nu = nu
-        self.fit_intercept = fit_intercept
-        self.tau = tau
-        self.budget = budget
-        self.store_eta_trace = store_eta_trace
-        self.n_passes = n_passes
-        self.shuffle = shuffle
-        self.random_state = random_state
+        store_params(self, locals())
 
     _native_multiclass = True
 
@@ -409,22 +392,7 @@ class SVMDOneClass(OneClassMixin, OutlierMixin, _SVMDBase):
     def __init__(self, *, kernel="gaussian", width=1.0, degree=3, coef0=1.0, eta0=1.0, mu=0.1, decay=0.95,
                  lam=0.01, nu=None, fit_intercept=False, tau=None, budget=DEFAULT_BUDGET, store_eta_trace=False,
                  n_passes=1, shuffle=False, random_state=None):
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
-        self.eta0 = eta0
-        self.mu = mu
-        self.decay = decay
-        self.lam = lam
-        self.nu = nu
-        self.fit_intercept = fit_intercept
-        self.tau = tau
-        self.budget = budget
-        self.store_eta_trace = store_eta_trace
-        self.n_passes = n_passes
-        self.shuffle = shuffle
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _check_rule_params(self):
         p = self._check_smd_params()

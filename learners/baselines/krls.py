@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import RegressorMixin
 
-from learners._validation import check_real
+from learners._validation import check_real, store_params
 from learners.baselines._common import OnlineRegressionBaseline
 
 
@@ -59,11 +59,7 @@ class KRLS(RegressorMixin, OnlineRegressionBaseline):
     _state = OnlineRegressionBaseline._state + ("gram_inv_", "projection_", "dictionary_sizes_")
 
     def __init__(self, *, nu=0.001, kernel="gaussian", width="scale", degree=3.0, coef0=1.0):
-        self.nu = nu
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
+        store_params(self, locals())
 
     def _validate_params(self):
         check_real("nu", self.nu, low=0.0)

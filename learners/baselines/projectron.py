@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 
 from learners._base import BinaryDecisionMixin
-from learners._validation import check_real
+from learners._validation import check_real, store_params
 from learners.baselines._common import OnlineBinaryBaseline
 
 
@@ -56,11 +56,7 @@ class Projectron(BinaryDecisionMixin, ClassifierMixin, OnlineBinaryBaseline):
     _state = OnlineBinaryBaseline._state + ("gram_inv_", "n_projections_")
 
     def __init__(self, *, eta=0.5, kernel="gaussian", width="scale", degree=3.0, coef0=1.0):
-        self.eta = eta
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
+        store_params(self, locals())
 
     def _validate_params(self):
         check_real("eta", self.eta, low=0.0)
