@@ -138,6 +138,9 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
 
     _supervised = True
 
+    #: The arrays holding one row per slot of the expansion (an unbounded one grows them together).
+    _slot_arrays = ("_sv", "_coef")
+
     #: Whether single rows take the :class:`learners._row_plan.RowPlan` fast path (the subclass
     #: implements ``_stream_call``).
     _fast_rows = False
@@ -236,21 +239,21 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
         if params["budget"] is not None:
             # a budget set after the first call: keep the expansion as allocated
             return
-        capacity = self._coef.shape[0]
+        capacity = self._sv.shape[0]
         count = int(self._ring[1])
         if count + n_new <= capacity:
             return
         new_capacity = max(count + n_new, 2 * capacity)
         order = self._order()
-        sv = np.zeros((new_capacity, self._sv.shape[1]), dtype=np.float64)
-        coef = np.zeros((new_capacity,) + self._coef.shape[1:], dtype=np.float64)
-        sv[:count] = self._sv[order]
-        coef[:count] = self._coef[order]
-        self._sv, self._coef = sv, coef
+        for name in self._slot_arrays:
+            old = getattr(self, name)
+            new = np.zeros((new_capacity,) + old.shape[1:], dtype=np.float64)
+            new[:count] = old[order]
+            setattr(self, name, new)
         self._ring[:] = (0, count)
 
     def _order(self):
-        capacity = self._coef.shape[0]
+        capacity = self._sv.shape[0]
         return (int(self._ring[0]) + np.arange(int(self._ring[1]))) % capacity
 
     # ------------------------------------------------------------------ public

@@ -93,6 +93,9 @@ class _SVMDBase(OnlineKernelEstimator):
 
     _loss_code = S.NOVELTY
 
+    # an unbounded expansion grows these (and never wraps: start stays 0)
+    _slot_arrays = ("_sv", "_alpha", "_beta")
+
     def _check_smd_params(self):
         eta0 = check_real("eta0", self.eta0, low=0.0, low_open=True)
         mu = check_real("mu", self.mu, low=0.0)
@@ -130,25 +133,6 @@ class _SVMDBase(OnlineKernelEstimator):
             self._delta = np.zeros((K, K))
         if params["store_eta_trace"]:
             self.eta_trace_ = np.zeros(0)
-
-    def _ensure_capacity(self, n_new, params):
-        if params["budget"] is not None:
-            return
-        capacity = self._alpha.shape[0]
-        count = int(self._ring[1])
-        if count + n_new <= capacity:
-            return
-        new_capacity = max(count + n_new, 2 * capacity)
-        # an unbounded expansion never wraps (start stays 0)
-        for name in ("_sv", "_alpha", "_beta"):
-            old = getattr(self, name)
-            new = np.zeros((new_capacity, old.shape[1]), dtype=np.float64)
-            new[:count] = old[:count]
-            setattr(self, name, new)
-
-    def _order(self):
-        capacity = self._alpha.shape[0]
-        return (int(self._ring[0]) + np.arange(int(self._ring[1]))) % capacity
 
     @property
     def dual_coef_(self):
