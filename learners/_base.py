@@ -43,6 +43,7 @@ except ImportError:  # pragma: no cover - older scikit-learn
 
 from learners import _calibration, _ovr, _stream
 from learners._row_plan import RowPlan
+from learners._docs import FIT, PARTIAL_FIT, SCORE_ROWS, Y_IGNORED, Y_TARGETS, doc
 from learners._persist import PersistMixin
 from learners._validation import check_bool, check_choice, check_int, check_real, check_width
 from learners.kernels import EMPTY_LUT, KERNELS
@@ -297,6 +298,11 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
     def _is_classifier(self):
         return False
 
+    @doc(FIT, passes="``n_passes`` times", y=Y_TARGETS + " or None\n            Labels or targets; ignored by "
+         "the novelty detectors.")
+    def fit(self, X, y=None):
+        return self._fit(X, y if self._supervised else None)
+
     def _partial_fit(self, X, y, classes, params, return_scores=False):
         first = not hasattr(self, "_state")
         X, y = self._validate_X(X, y, reset=first)
@@ -496,17 +502,9 @@ class BinaryDecisionMixin:
     Shared by the kernel estimators and the baselines (mix in before ClassifierMixin).
     """
 
+    @doc(SCORE_ROWS, returns="y : ndarray of shape (n_samples,)",
+         summary="Class labels: ``classes_[1]`` where ``decision_function(X) > 0``, else ``classes_[0]``.")
     def predict(self, X):
-        """Class labels: ``classes_[1]`` where ``decision_function(X) > 0``, else ``classes_[0]``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,)
-        """
         d = self.decision_function(X)
         return self.classes_[(d > 0).astype(np.intp)]
 
@@ -537,67 +535,24 @@ class StreamClassifierMixin:
     def _is_classifier(self):
         return True
 
-    def fit(self, X, y):
-        """Start afresh and learn from the rows of ``X`` in order (``n_passes`` times).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        self
-        """
-        return self._fit(X, y)
-
+    @doc(PARTIAL_FIT, y=Y_TARGETS + "\n        classes : array-like, optional\n            Every label; needed on the "
+         "first call when its batch does not hold all of them.", scores="the decision values ``f_t(x)``",
+         shape="(n_samples,) (binary) or (n_samples, n_classes)")
     def partial_fit(self, X, y, classes=None, *, return_scores=False):
-        """Learn from the rows of ``X`` in order, continuing the stream.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        classes : array-like, optional
-            Every label; needed on the first call when its batch does not hold all of them.
-        return_scores : bool, default False
-            Return the decision values ``f_t(x)`` each row got *before* the model
-            learnt from it (test-then-train in one pass) instead of ``self``.
-
-        Returns
-        -------
-        self, or scores : ndarray of shape (n_samples,) (binary) or (n_samples, n_classes)
-        """
         return self._partial_fit(X, y, classes, self._params(), return_scores)
 
     # ------------------------------------------------------------- scores
+    @doc(SCORE_ROWS, returns="f : ndarray of shape (n_samples,) or (n_samples, n_classes)",
+         summary="``f(x)`` (offsets included): shape (n_samples,) for two classes (positive for\n"
+                 "        ``classes_[1]``), else (n_samples, n_classes), one score per class.")
     def decision_function(self, X):
-        """``f(x)`` (offsets included): shape (n_samples,) for two classes (positive for
-        ``classes_[1]``), else (n_samples, n_classes), one score per class.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        f : ndarray of shape (n_samples,) or (n_samples, n_classes)
-        """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64, order="C", ensure_all_finite=True)
         return self._decision_rows(X)
 
+    @doc(SCORE_ROWS, summary="Class labels: the sign of ``f`` for two classes, its argmax for more.",
+         returns="y : ndarray of shape (n_samples,)")
     def predict(self, X):
-        """Class labels: the sign of ``f`` for two classes, its argmax for more.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,)
-        """
         return self._labels(self.decision_function(X))
 
     def _labels(self, f):
@@ -615,17 +570,9 @@ class StreamClassifierMixin:
         return self._has_probabilities()
 
     @available_if(_offers_probabilities)
+    @doc(SCORE_ROWS, summary="Class probabilities from ``decision_function`` (how: see the class's notes).",
+         returns="proba : ndarray of shape (n_samples, n_classes), rows summing to 1")
     def predict_proba(self, X):
-        """Class probabilities from ``decision_function`` (how: see the class's notes).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes), rows summing to 1
-        """
         return self._proba(self.decision_function(X))
 
     def score_one(self, x):
@@ -867,35 +814,8 @@ class MulticlassClassifierMixin(BinaryClassifierMixin):
 class RegressionMixin:
     """Real-valued targets: ``predict(X) = f(x) + offset_``."""
 
-    def fit(self, X, y):
-        """Start afresh and learn from the rows of ``X`` in order (``n_passes`` times).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        self
-        """
-        return self._fit(X, y)
-
+    @doc(PARTIAL_FIT, y=Y_TARGETS, scores="the predictions ``f_t(x)``", shape="(n_samples,)")
     def partial_fit(self, X, y, *, return_scores=False):
-        """Learn from the rows of ``X`` in order, continuing the stream.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        return_scores : bool, default False
-            Return the predictions ``f_t(x)`` each row got *before* the model learnt
-            from it (test-then-train in one pass) instead of ``self``.
-
-        Returns
-        -------
-        self, or scores : ndarray of shape (n_samples,)
-        """
         return self._partial_fit(X, y, None, self._params(), return_scores)
 
     def learn_one(self, x, y, *, return_score=False):
@@ -928,17 +848,9 @@ class RegressionMixin:
 
     score_one = predict_one
 
+    @doc(SCORE_ROWS, summary="``f(x) = sum_j alpha_j k(x_j, x) + offset_``.",
+         returns="y : ndarray of shape (n_samples,)")
     def predict(self, X):
-        """``f(x) = sum_j alpha_j k(x_j, x) + offset_``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,)
-        """
         return self._raw_decision(X) + self.offset_
 
 
@@ -947,36 +859,9 @@ class OneClassMixin:
 
     _supervised = False
 
-    def fit(self, X, y=None):
-        """Start afresh and learn from the rows of ``X`` in order (``n_passes`` times).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
-        return self._fit(X, None)
-
+    @doc(PARTIAL_FIT, y=Y_IGNORED + "\n        classes : ignored", shape="(n_samples,)",
+         scores="the raw scores ``f_t(x)`` (as :meth:`score_samples`)")
     def partial_fit(self, X, y=None, classes=None, *, return_scores=False):
-        """Learn from the rows of ``X`` in order, continuing the stream.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-        classes : ignored
-        return_scores : bool, default False
-            Return the raw scores ``f_t(x)`` (as :meth:`score_samples`) each row got
-            *before* the model learnt from it instead of ``self``.
-
-        Returns
-        -------
-        self, or scores : ndarray of shape (n_samples,)
-        """
         return self._partial_fit(X, None, None, self._params(), return_scores)
 
     def learn_one(self, x, y=None, *, return_score=False):
@@ -997,42 +882,18 @@ class OneClassMixin:
         """+1 (normal) or -1 (novelty) for one row."""
         return 1 if self.score_one(x) >= 0 else -1
 
+    @doc(SCORE_ROWS, summary="Raw score ``f(x)``: higher is more normal.",
+         returns="scores : ndarray of shape (n_samples,)")
     def score_samples(self, X):
-        """Raw score ``f(x)``: higher is more normal.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        scores : ndarray of shape (n_samples,)
-        """
         return self._raw_decision(X)
 
+    @doc(SCORE_ROWS, returns="margin : ndarray of shape (n_samples,)",
+         summary="Signed margin ``score_samples(X) - offset_``: positive = normal, negative = novelty.")
     def decision_function(self, X):
-        """Signed margin ``score_samples(X) - offset_``: positive = normal, negative = novelty.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        margin : ndarray of shape (n_samples,)
-        """
         return self.score_samples(X) - self.offset_
 
+    @doc(SCORE_ROWS, summary="+1 for normal points (``decision_function >= 0``), -1 for novelties.",
+         returns="labels : ndarray of shape (n_samples,), int")
     def predict(self, X):
-        """+1 for normal points (``decision_function >= 0``), -1 for novelties.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        labels : ndarray of shape (n_samples,), int
-        """
         d = self.decision_function(X)
         return np.where(d >= 0, 1, -1)

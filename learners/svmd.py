@@ -59,6 +59,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from learners import svmd_steps as S
 from learners._base import DEFAULT_BUDGET, OneClassMixin, OnlineKernelEstimator, StreamClassifierMixin, validate_data
+from learners._docs import LEARN_ROWS, doc
 from learners._validation import check_bool, check_choice, check_real, store_params
 from learners.taxonomy import Taxonomy
 
@@ -390,18 +391,10 @@ class SVMDOneClass(OneClassMixin, OutlierMixin, _SVMDBase):
     def _raw_decision(self, X):
         return self._raw_values(X)[:, 0]
 
+    @doc(LEARN_ROWS, summary="``partial_fit`` that also returns ``decision_function`` on each row *before* "
+         "learning from it.", returns="margin : ndarray of shape (n_samples,)\n            ``f_t(x_t) + b_t - "
+         "margin_t``: negative for the rows flagged as novelties online.")
     def learn_stream(self, X):
-        """``partial_fit`` that also returns ``decision_function`` on each row *before* learning from it.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        margin : ndarray of shape (n_samples,)
-            ``f_t(x_t) + b_t - margin_t``: negative for the rows flagged as novelties online.
-        """
         params = self._check_params()
         first = not hasattr(self, "_state")
         X, _ = self._validate_X(X, None, reset=first)

@@ -25,7 +25,7 @@ import numpy as np
 from sklearn.base import RegressorMixin
 
 from learners._validation import check_real, store_params
-from learners.baselines._common import OnlineRegressionBaseline
+from learners.baselines._common import OnlineRegressionBaseline, grow_gram_inverse
 
 
 class KRLS(RegressorMixin, OnlineRegressionBaseline):
@@ -85,12 +85,7 @@ class KRLS(RegressorMixin, OnlineRegressionBaseline):
                 if delta <= 0.0:  # only for a degenerate first input, k(x, x) = 0
                     self.dictionary_sizes_.append(m)
                     continue
-                inv = np.empty((m + 1, m + 1))
-                inv[:m, :m] = self.gram_inv_ + np.outer(a, a) / delta
-                inv[:m, m] = -a / delta
-                inv[m, :m] = -a / delta
-                inv[m, m] = 1.0 / delta
-                self.gram_inv_ = inv
+                self.gram_inv_ = grow_gram_inverse(self.gram_inv_, a, delta)
                 P = np.zeros((m + 1, m + 1))
                 P[:m, :m] = self.projection_
                 P[m, m] = 1.0

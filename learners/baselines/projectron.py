@@ -19,7 +19,7 @@ from sklearn.base import ClassifierMixin
 
 from learners._base import BinaryDecisionMixin
 from learners._validation import check_real, store_params
-from learners.baselines._common import OnlineBinaryBaseline
+from learners.baselines._common import OnlineBinaryBaseline, grow_gram_inverse
 
 
 class Projectron(BinaryDecisionMixin, ClassifierMixin, OnlineBinaryBaseline):
@@ -88,12 +88,6 @@ class Projectron(BinaryDecisionMixin, ClassifierMixin, OnlineBinaryBaseline):
                     ex.coef[: ex.n] += yt * d
                     self.n_projections_ += 1
                 continue
-            m = ex.n
-            inv = np.empty((m + 1, m + 1))
-            inv[:m, :m] = self.gram_inv_ + np.outer(d, d) / delta2
-            inv[:m, m] = -d / delta2
-            inv[m, :m] = -d / delta2
-            inv[m, m] = 1.0 / delta2
-            self.gram_inv_ = inv
+            self.gram_inv_ = grow_gram_inverse(self.gram_inv_, d, delta2)
             ex.append(x, yt)
         return self
