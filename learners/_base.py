@@ -497,7 +497,8 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
 
 
 class BinaryDecisionMixin:
-    """``predict`` from the sign of ``decision_function``, and the binary-only tag.
+    """``predict`` from the sign of ``decision_function``, and the multi-class tag (binary-only unless
+    ``_native_multiclass``).
 
     Shared by the kernel estimators and the baselines (mix in before ClassifierMixin).
     """
@@ -508,13 +509,16 @@ class BinaryDecisionMixin:
         d = self.decision_function(X)
         return self.classes_[(d > 0).astype(np.intp)]
 
+    #: Whether more than two classes are learnt natively (else the estimator is binary-only).
+    _native_multiclass = False
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
+        tags.classifier_tags.multi_class = self._native_multiclass
         return tags
 
     def _more_tags(self):  # scikit-learn < 1.6
-        return {"binary_only": True}
+        return {"binary_only": not self._native_multiclass}
 
 
 class StreamClassifierMixin:
@@ -755,14 +759,6 @@ class MulticlassClassifierMixin(BinaryClassifierMixin):
     """
 
     _native_multiclass = True
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = True
-        return tags
-
-    def _more_tags(self):  # scikit-learn < 1.6
-        return {"binary_only": False}
 
     def _multiclass(self):
         return hasattr(self, "classes_") and self.classes_.shape[0] > 2

@@ -1,12 +1,43 @@
-"""Docstring text the estimators share, written once (numpydoc), filled in by :func:`doc`.
+"""Docstring text the estimators share, written once (numpydoc), filled in by :func:`doc` and :func:`fill`.
 
 As pandas' ``@doc``: a method's docstring is a template with ``{name}`` fields,
-``@doc(TEMPLATE, name=...)`` formats it, so the estimators that differ in one line
+``@doc(TEMPLATE, name=...)`` fills them in, so the estimators that differ in one line
 (the ``y`` of a novelty detector, what ``return_scores`` returns) say so there
-and share the rest.
+and share the rest. A module's docstring takes the shared parameter entries by
+``__doc__ = fill(__doc__, ...)``.
 """
 
 from __future__ import annotations
+
+import re
+
+#: The kernel's parameters (module docstrings of :mod:`learners.olk` and :mod:`learners.norma`).
+KERNEL_PARAMETERS = """kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default "gaussian"
+    ``exp(-||x-y||^2 / width^2)``, ``exp(-||x-y|| / width)``,
+    ``(<x, y> + coef0) ** degree``, ``<x, y>``.
+width : float > 0 or "scale", default "scale"
+    Kernel length scale (OLK's ``p``), in the units of the features (Gaussian, Laplacian).
+    ``"scale"`` sets it from the first batch (the first row for ``learn_one``):
+    ``sqrt(n_features * X.var())``, scikit-learn's ``gamma="scale"``; fitted ``width_``.
+degree : int >= 1, default 3
+    Polynomial degree.
+coef0 : float >= 0, default 1.0
+    Polynomial constant term (>= 0 keeps the kernel positive semi-definite)."""
+
+#: The expansion's and ``fit``'s parameters (same modules).
+EXPANSION_PARAMETERS = """budget : int >= 1 or None, default 512
+    Most kernel terms kept; a full expansion drops its oldest term (a ring buffer;
+    NORMA's truncation). ``None`` keeps every term (memory and prediction time grow
+    with the stream).
+sv_threshold : float >= 0, default 0.0
+    Drop terms whose true coefficient ``|alpha_j|`` fell below this value (OLK
+    Remark 4); 0 keeps them until the budget evicts them.
+n_passes : int >= 1, default 1
+    Passes over the data made by ``fit`` (``partial_fit`` always makes one).
+shuffle : bool, default False
+    Whether ``fit`` visits the rows of each pass in a random order.
+random_state : int, RandomState or None, default None
+    Seed of that order (used only with ``shuffle=True``)."""
 
 #: ``fit`` of the streaming estimators (``{passes}``: how many passes it makes; ``{y}``: the ``y`` entry).
 FIT = """Start afresh and learn from the rows of ``X`` in order ({passes}).
@@ -59,11 +90,16 @@ Y_IGNORED = "y : ignored"
 Y_TARGETS = "y : array-like of shape (n_samples,)"
 
 
+def fill(template, **fields):
+    """``template`` with each ``{name}`` of ``fields`` replaced by its text (other braces stay as they are)."""
+    return re.sub(r"\{(\w+)\}", lambda m: fields.get(m.group(1), m.group(0)), template)
+
+
 def doc(template, **fields):
-    """Decorator: the function's docstring is ``template`` with ``fields`` filled in."""
+    """Decorator: the function's docstring is ``template`` with ``fields`` filled in (:func:`fill`)."""
 
     def decorate(func):
-        func.__doc__ = template.format(**fields)
+        func.__doc__ = fill(template, **fields)
         return func
 
     return decorate

@@ -6,17 +6,7 @@ each step multiplies the old coefficients by ``1 - eta_t lam`` and adds the term
 
 Shared parameters (all three estimators)
 ---------------------------------------
-kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default "gaussian"
-    ``exp(-||x-y||^2 / width^2)``, ``exp(-||x-y|| / width)``,
-    ``(<x, y> + coef0) ** degree``, ``<x, y>``.
-width : float > 0 or "scale", default "scale"
-    Kernel length scale, in the units of the features (Gaussian, Laplacian).
-    ``"scale"`` sets it from the first batch (the first row for ``learn_one``):
-    ``sqrt(n_features * X.var())``, scikit-learn's ``gamma="scale"``; fitted ``width_``.
-degree : int >= 1, default 3
-    Polynomial degree.
-coef0 : float >= 0, default 1.0
-    Polynomial constant term (>= 0 keeps the kernel positive semi-definite).
+{kernel_parameters}
 eta : float > 0, default 0.1
     Step size (learning rate); dimensionless, in units of ``f`` per unit loss slope.
 learning_rate : {"constant", "invsqrt", "decay"}, default "constant"
@@ -28,17 +18,7 @@ tau : float > 0, default 100.0
 lam : float >= 0, default 0.01
     Regularisation ``lambda``; old coefficients shrink by ``1 - eta_t lam`` per step, so
     a term's weight halves after about ``ln 2 / (eta lam)`` steps. ``eta * lam < 1``.
-budget : int >= 1 or None, default 512
-    Most kernel terms kept; a full expansion drops its oldest term (a ring buffer,
-    NORMA's truncation). ``None`` keeps every term.
-sv_threshold : float >= 0, default 0.0
-    Drop terms whose true coefficient ``|alpha_j|`` fell below this value.
-n_passes : int >= 1, default 1
-    Passes over the data made by ``fit`` (``partial_fit`` always makes one).
-shuffle : bool, default False
-    Whether ``fit`` visits the rows of each pass in a random order.
-random_state : int, RandomState or None, default None
-    Seed of that order (used only with ``shuffle=True``).
+{expansion_parameters}
 """
 
 from __future__ import annotations
@@ -53,8 +33,11 @@ from learners._base import (
     OnlineKernelEstimator,
     RegressionMixin,
 )
+from learners._docs import EXPANSION_PARAMETERS, KERNEL_PARAMETERS, fill
 from learners._validation import check_bool, check_choice, check_real, store_params
 from learners.steps import REGRESSION_LOSSES
+
+__doc__ = fill(__doc__, kernel_parameters=KERNEL_PARAMETERS, expansion_parameters=EXPANSION_PARAMETERS)
 
 __all__ = ["NORMAClassifier", "NORMARegressor", "NORMAOneClass"]
 

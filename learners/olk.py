@@ -7,34 +7,13 @@ with ``a`` the clipped stationary point of a one-dimensional dual
 
 Shared parameters (all three estimators)
 ---------------------------------------
-kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default "gaussian"
-    ``exp(-||x-y||^2 / width^2)``, ``exp(-||x-y|| / width)``,
-    ``(<x, y> + coef0) ** degree``, ``<x, y>``.
-width : float > 0 or "scale", default "scale"
-    Kernel length scale ``p``, in the units of the features (Gaussian, Laplacian).
-    ``"scale"`` sets it from the first batch (the first row for ``learn_one``):
-    ``sqrt(n_features * X.var())``, scikit-learn's ``gamma="scale"``; fitted ``width_``.
-degree : int >= 1, default 3
-    Polynomial degree.
-coef0 : float >= 0, default 1.0
-    Polynomial constant term (>= 0 keeps the kernel positive semi-definite).
+{kernel_parameters}
 r : float >= 0
     Forgetting factor: every step divides all old coefficients by ``1 + r``, so a
     term's weight halves after about ``ln 2 / r`` steps (r = 0.001: ~693 steps).
 C : float > 0
     Upper bound of the new term's dual variable (the slack penalty).
-budget : int >= 1 or None, default 512
-    Most kernel terms kept; a full expansion drops its oldest term (a ring buffer).
-    ``None`` keeps every term (memory and prediction time grow with the stream).
-sv_threshold : float >= 0, default 0.0
-    Drop terms whose true coefficient ``|alpha_j|`` fell below this value (OLK
-    Remark 4); 0 keeps them until the budget evicts them.
-n_passes : int >= 1, default 1
-    Passes over the data made by ``fit`` (``partial_fit`` always makes one).
-shuffle : bool, default False
-    Whether ``fit`` visits the rows of each pass in a random order.
-random_state : int, RandomState or None, default None
-    Seed of that order (used only with ``shuffle=True``).
+{expansion_parameters}
 """
 
 from __future__ import annotations
@@ -50,8 +29,11 @@ from learners._base import (
     OnlineKernelEstimator,
     RegressionMixin,
 )
+from learners._docs import EXPANSION_PARAMETERS, KERNEL_PARAMETERS, fill
 from learners._validation import check_choice, check_real, store_params
 from learners.steps import RHO_RULES
+
+__doc__ = fill(__doc__, kernel_parameters=KERNEL_PARAMETERS, expansion_parameters=EXPANSION_PARAMETERS)
 
 __all__ = ["OLKClassifier", "OLKRegressor", "OLKOneClass"]
 
