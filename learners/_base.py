@@ -807,6 +807,7 @@ class MulticlassClassifierMixin(BinaryClassifierMixin):
             return self._raw_decision_rows(X)[0]
         return super()._decision_one(X)
 
+
 class RegressionMixin:
     """Real-valued targets: ``predict(X) = f(x) + offset_``."""
 

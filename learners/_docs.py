@@ -90,9 +90,35 @@ Y_IGNORED = "y : ignored"
 Y_TARGETS = "y : array-like of shape (n_samples,)"
 
 
+#: The fitted attributes of an OLK or NORMA estimator's expansion (appended to the class's Attributes).
+FITTED_EXPANSION = """
+    support_vectors_ : ndarray of shape (n_support_, n_features_in_)
+        Points of the kernel expansion, oldest first.
+    dual_coef_ : ndarray of shape (n_support_,)
+        Their true coefficients ``alpha_j`` in ``f(x) = sum_j alpha_j k(x_j, x) (+ offset_)``.
+    n_support_ : int
+        Number of terms (at most ``budget``).
+    n_features_in_ : int
+        Number of features seen in the first call.
+    n_steps_ : int
+        Rows learnt from so far (over all passes and calls).
+    width_ : float
+        Kernel width in force (``width``, or the one ``"scale"`` chose)."""
+
+
 def fill(template, **fields):
     """``template`` with each ``{name}`` of ``fields`` replaced by its text (other braces stay as they are)."""
     return re.sub(r"\{(\w+)\}", lambda m: fields.get(m.group(1), m.group(0)), template)
+
+
+def filled(**fields):
+    """Class decorator: the class's own docstring with ``fields`` filled in (:func:`fill`)."""
+
+    def decorate(cls):
+        cls.__doc__ = fill(cls.__doc__, **fields)
+        return cls
+
+    return decorate
 
 
 def doc(template, **fields):

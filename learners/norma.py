@@ -33,7 +33,7 @@ from learners._base import (
     OnlineKernelEstimator,
     RegressionMixin,
 )
-from learners._docs import EXPANSION_PARAMETERS, KERNEL_PARAMETERS, fill
+from learners._docs import EXPANSION_PARAMETERS, FITTED_EXPANSION, KERNEL_PARAMETERS, fill, filled
 from learners._validation import check_bool, check_choice, check_real, store_params
 from learners.steps import REGRESSION_LOSSES
 
@@ -43,20 +43,6 @@ __all__ = ["NORMAClassifier", "NORMARegressor", "NORMAOneClass"]
 
 LEARNING_RATES = ("constant", "invsqrt", "decay")
 CLASSIFICATION_LOSSES = ("hinge", "nu", "perceptron")
-
-_FITTED_DOC = """
-    support_vectors_ : ndarray of shape (n_support_, n_features_in_)
-        Points of the kernel expansion, oldest first.
-    dual_coef_ : ndarray of shape (n_support_,)
-        Their true coefficients ``alpha_j`` in ``f(x) = sum_j alpha_j k(x_j, x) + offset``.
-    n_support_ : int
-        Number of terms (at most ``budget``).
-    n_features_in_ : int
-        Number of features seen in the first call.
-    n_steps_ : int
-        Rows learnt from so far (over all passes and calls).
-    width_ : float
-        Kernel width in force (``width``, or the one ``"scale"`` chose)."""
 
 
 class _NORMABase(OnlineKernelEstimator):
@@ -71,7 +57,7 @@ class _NORMABase(OnlineKernelEstimator):
         return {"eta": eta, "lam": lam, "schedule": _stream.schedule_code(self.learning_rate, tau)}
 
 
-
+@filled(fitted_expansion=FITTED_EXPANSION)
 class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
     """NORMA classification: soft margin, nu-classification, kernel perceptron.
 
@@ -119,7 +105,7 @@ class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
     offset_ : float, or ndarray of shape (n_classes,) for more than two classes
         The offset ``b`` (one per class).
     rho_ : float
-        Margin in force: learnt for ``loss="nu"``, ``margin`` for hinge, 0 for the perceptron.""" + _FITTED_DOC + """
+        Margin in force: learnt for ``loss="nu"``, ``margin`` for hinge, 0 for the perceptron.{fitted_expansion}
     """
 
     _fast_rows = True
@@ -171,6 +157,8 @@ class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
         return {"offset_": self._offsets.copy() if self._multiclass() else float(self._state[_stream.OFFSET]),
                 "rho_": rho}
 
+
+@filled(fitted_expansion=FITTED_EXPANSION)
 class NORMARegressor(RegressionMixin, RegressorMixin, _NORMABase):
     """NORMA regression with the losses of Kivinen et al. (eq. 17-21).
 
@@ -205,7 +193,7 @@ class NORMARegressor(RegressionMixin, RegressorMixin, _NORMABase):
     epsilon_ : float
         Tube half-width in force (learnt by ``"nu_epsilon_insensitive"``).
     sigma_ : float
-        Huber threshold in force (learnt by ``"adaptive_huber"``).""" + _FITTED_DOC + """
+        Huber threshold in force (learnt by ``"adaptive_huber"``).{fitted_expansion}
     """
 
     _fast_rows = True
@@ -238,6 +226,8 @@ class NORMARegressor(RegressionMixin, RegressorMixin, _NORMABase):
         return {"offset_": float(state[_stream.OFFSET]), "epsilon_": float(state[_stream.EPSILON]),
                 "sigma_": float(state[_stream.SIGMA])}
 
+
+@filled(fitted_expansion=FITTED_EXPANSION)
 class NORMAOneClass(OneClassMixin, OutlierMixin, _NORMABase):
     """nu-NORMA novelty detection (Kivinen et al., eq. 16).
 
@@ -264,7 +254,7 @@ class NORMAOneClass(OneClassMixin, OutlierMixin, _NORMABase):
     rho_ : float
         Learnt threshold rho.
     offset_ : float
-        Equal to ``rho_``: ``decision_function = score_samples - offset_``.""" + _FITTED_DOC + """
+        Equal to ``rho_``: ``decision_function = score_samples - offset_``.{fitted_expansion}
     """
 
     def __init__(self, *, kernel="gaussian", width="scale", degree=3, coef0=1.0, eta=0.1, learning_rate="invsqrt",

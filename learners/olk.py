@@ -29,7 +29,7 @@ from learners._base import (
     OnlineKernelEstimator,
     RegressionMixin,
 )
-from learners._docs import EXPANSION_PARAMETERS, KERNEL_PARAMETERS, fill
+from learners._docs import EXPANSION_PARAMETERS, FITTED_EXPANSION, KERNEL_PARAMETERS, fill, filled
 from learners._validation import check_choice, check_real, store_params
 from learners.steps import RHO_RULES
 
@@ -37,21 +37,8 @@ __doc__ = fill(__doc__, kernel_parameters=KERNEL_PARAMETERS, expansion_parameter
 
 __all__ = ["OLKClassifier", "OLKRegressor", "OLKOneClass"]
 
-_FITTED_DOC = """
-    support_vectors_ : ndarray of shape (n_support_, n_features_in_)
-        Points of the kernel expansion, oldest first.
-    dual_coef_ : ndarray of shape (n_support_,)
-        Their true coefficients ``alpha_j`` in ``f(x) = sum_j alpha_j k(x_j, x)``.
-    n_support_ : int
-        Number of terms (at most ``budget``).
-    n_features_in_ : int
-        Number of features seen in the first call.
-    n_steps_ : int
-        Rows learnt from so far (over all passes and calls).
-    width_ : float
-        Kernel width in force (``width``, or the one ``"scale"`` chose)."""
 
-
+@filled(fitted_expansion=FITTED_EXPANSION)
 class OLKClassifier(MulticlassClassifierMixin, ClassifierMixin, OnlineKernelEstimator):
     """OLK_C: online kernel classification (Li et al. 2013, eq. 30-33), any number of classes.
 
@@ -75,7 +62,7 @@ class OLKClassifier(MulticlassClassifierMixin, ClassifierMixin, OnlineKernelEsti
     classes_ : ndarray of shape (n_classes,)
         The labels; with two, ``classes_[1]`` is the positive class (``f > 0``).
     offset_ : float, or ndarray of shape (n_classes,) for more than two classes
-        Constant term of ``f``: always 0 (OLK has no offset).""" + _FITTED_DOC + """
+        Constant term of ``f``: always 0 (OLK has no offset).{fitted_expansion}
 
     Examples
     --------
@@ -109,6 +96,7 @@ class OLKClassifier(MulticlassClassifierMixin, ClassifierMixin, OnlineKernelEsti
         return {"offset_": self._offsets.copy() if self._multiclass() else 0.0}
 
 
+@filled(fitted_expansion=FITTED_EXPANSION)
 class OLKRegressor(RegressionMixin, RegressorMixin, OnlineKernelEstimator):
     """OLK_R: online kernel regression with an epsilon-insensitive tube (Li et al. 2013, eq. 43-52).
 
@@ -131,7 +119,7 @@ class OLKRegressor(RegressionMixin, RegressorMixin, OnlineKernelEstimator):
     Attributes
     ----------
     offset_ : float
-        Constant term of ``f``: always 0.""" + _FITTED_DOC + """
+        Constant term of ``f``: always 0.{fitted_expansion}
     """
 
     _fast_rows = True
@@ -151,6 +139,8 @@ class OLKRegressor(RegressionMixin, RegressorMixin, OnlineKernelEstimator):
     def _state_attrs(self, params):
         return {"offset_": 0.0}
 
+
+@filled(fitted_expansion=FITTED_EXPANSION)
 class OLKOneClass(OneClassMixin, OutlierMixin, OnlineKernelEstimator):
     """OLK_N: online novelty detection (Li et al. 2013, eq. 55-69).
 
@@ -185,7 +175,7 @@ class OLKOneClass(OneClassMixin, OutlierMixin, OnlineKernelEstimator):
     rho_ : float
         Current rho (>= 0).
     offset_ : float
-        ``1 + rho_``: ``decision_function = score_samples - offset_``.""" + _FITTED_DOC + """
+        ``1 + rho_``: ``decision_function = score_samples - offset_``.{fitted_expansion}
     """
 
     def __init__(self, *, kernel="gaussian", width=1.0, degree=3, coef0=1.0, C=0.2, nu=0.1, r=0.001,

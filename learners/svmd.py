@@ -59,7 +59,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from learners import svmd_steps as S
 from learners._base import DEFAULT_BUDGET, OneClassMixin, OnlineKernelEstimator, StreamClassifierMixin, validate_data
-from learners._docs import LEARN_ROWS, doc
+from learners._docs import LEARN_ROWS, doc, filled
 from learners._validation import check_bool, check_choice, check_real, store_params
 from learners.taxonomy import Taxonomy
 
@@ -199,6 +199,7 @@ class _SVMDBase(OnlineKernelEstimator):
         return self._raw_rows(X)
 
 
+@filled(fitted=_FITTED_DOC)
 class SVMDClassifier(StreamClassifierMixin, ClassifierMixin, _SVMDBase):
     """Online SVM classification with SMD step sizes: binary or multiclass from the labels.
 
@@ -227,7 +228,7 @@ class SVMDClassifier(StreamClassifierMixin, ClassifierMixin, _SVMDBase):
     offset_ : float or ndarray of shape (n_classes,)
         The offset ``b`` (a float for a binary problem).
     dual_coef_ : ndarray of shape (n_support_, 1 or n_classes)
-        The coefficients of ``f`` per term (one column for a binary problem).""" + _FITTED_DOC + """
+        The coefficients of ``f`` per term (one column for a binary problem).{fitted}
 
     Examples
     --------
@@ -350,6 +351,7 @@ class SVMDClassifier(StreamClassifierMixin, ClassifierMixin, _SVMDBase):
         return float(f) if self._binary else f
 
 
+@filled(fitted=_FITTED_DOC)
 class SVMDOneClass(OneClassMixin, OutlierMixin, _SVMDBase):
     """Novelty detection with SMD step sizes (Table 1: ``max(0, margin - f(x))``).
 
@@ -369,7 +371,7 @@ class SVMDOneClass(OneClassMixin, OutlierMixin, _SVMDBase):
     offset_ : float
         ``margin_ - b``: ``decision_function = score_samples - offset_``.
     dual_coef_ : ndarray of shape (n_support_, 1)
-        The coefficients of ``f``.""" + _FITTED_DOC + """
+        The coefficients of ``f``.{fitted}
     """
 
     _loss_code = S.NOVELTY
