@@ -38,7 +38,7 @@ class RowPlan:
     """The single-row path of one fitted binary classifier or regressor (see the module notes)."""
 
     __slots__ = ("n", "shape", "params", "stream", "stream_args", "score_args", "memo", "memo_x", "y", "f_out",
-                 "ring", "capacity", "getter", "buf", "calibrator", "labels", "codes")
+                 "ring", "capacity", "getter", "buf", "buf_values", "calibrator", "labels", "codes")
 
     def __init__(self, est, params, keys):
         n = est.n_features_in_
@@ -48,6 +48,7 @@ class RowPlan:
         self.score_args = (est._sv, est._coef, est._ring, est._state) + est._kernel_args(params) + (self.memo,
                                                                                                    self.memo_x)
         self.y, self.f_out, self.buf = np.zeros(1), np.empty(1), np.empty((1, n))
+        self.buf_values = None  # the dict values ``buf`` holds
         self.ring = est._ring
         # an unbounded expansion (budget=None) grows on the full path
         self.capacity = est._coef.shape[0] if params["budget"] is None else None
@@ -66,7 +67,13 @@ class RowPlan:
             return None
         if type(x) is dict and self.getter is not None and len(x) == self.n:
             try:
-                self.buf[0] = self.getter(x)
+                values = self.getter(x)
+                # learn_one(x, y) after predict_one(x) finds the same value objects: the tuple
+                # comparison sees them identical and skips converting the row again
+                if values != self.buf_values:
+                    self.buf_values = None
+                    self.buf[0] = values
+                    self.buf_values = values
             except (KeyError, TypeError, ValueError):
                 return None
             return self.buf

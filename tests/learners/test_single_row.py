@@ -119,6 +119,21 @@ def test_a_remembered_prediction_is_used_only_for_the_same_row_on_the_same_model
     np.testing.assert_array_equal(tested._state, plain._state)
 
 
+def test_a_dict_changed_between_predict_one_and_learn_one_is_learnt_as_it_is_then():
+    X, _, t = _data(7, n=40)
+    tested, plain = OLKRegressor(width=1.0), OLKRegressor(width=1.0)
+    for row, target in zip(_dicts(X), t):
+        tested.learn_one(row, target)
+        plain.learn_one(dict(row), target)
+    x = _dicts(X[:1])[0]
+    tested.predict_one(x)
+    x["a"] += 0.5
+    tested.learn_one(x, 1.0)
+    plain.learn_one(dict(x), 1.0)
+    np.testing.assert_array_equal(tested.support_vectors_, plain.support_vectors_)
+    np.testing.assert_array_equal(tested.dual_coef_, plain.dual_coef_)
+
+
 def test_rows_off_the_fast_path_are_learnt_alike_and_checked():
     X, y, _ = _data(6, n=60)
     fast, slow = OLKClassifier(width=1.0), OLKClassifier(width=1.0)
