@@ -236,12 +236,12 @@ def finite_row(X):
 
 @njit(cache=True)
 def take_memo(X, memo, memo_x, steps):
-    """Whether ``memo`` holds the raw ``f`` of the first row of ``X`` on this model (the step count
+    """Whether ``memo`` holds the raw ``f`` of the one row of ``X`` on this model (the step count
     :func:`score_row` saw is ``steps``, the row has the same values); forgets it either way, since
     the caller is about to change the model."""
     if memo.shape[0] == 0:
         return False
-    hit = memo[0] == steps and X.shape[0] > 0 and memo_x.shape[0] == X.shape[1]
+    hit = memo[0] == steps and X.shape[0] == 1 and memo_x.shape[0] == X.shape[1]
     memo[0] = -1.0
     if hit:
         for c in range(X.shape[1]):
@@ -269,21 +269,23 @@ def score_row(X, sv, coef, ring, state, kind, width, degree, coef0, lut, memo, m
 
 
 @njit(cache=True, inline="always")
-def stream_value(given, raw, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut):
-    """``f_t(x)``: ``raw + b`` when the caller already has ``raw = scale * sum_j coef[j] k(sv[j], x)``
-    (``given``), else that sum computed, plus ``b``."""
-    if given:
-        return raw + b
-    total, _ = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
-    return scale * total + b
+def given_f(X, memo, memo_x, steps, b):
+    """``f_given`` of a stream loop: ``[raw + b]`` when ``memo`` holds the raw ``f`` of the one row
+    of ``X`` on this model (:func:`take_memo`), else empty."""
+    if take_memo(X, memo, memo_x, steps):
+        memo[1] += b
+        return memo[1:2]
+    return memo[0:0]
 
 
 @njit(cache=True, inline="always")
-def memo_raw(X, memo, memo_x, steps):
-    """``(given, raw)`` for the first row of ``X`` from :func:`take_memo`."""
-    if take_memo(X, memo, memo_x, steps):
-        return True, memo[1]
-    return False, 0.0
+def stream_value(f_given, i, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut):
+    """``f_t(x)`` of row ``i``: ``f_given[i]`` when the caller already has it (``f_given`` not empty),
+    else ``scale * sum_j coef[j] k(sv[j], x) + b``."""
+    if f_given.shape[0] > 0:
+        return f_given[i]
+    total, _ = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
+    return scale * total + b
 
 
 @njit(cache=True, fastmath=True)
@@ -303,12 +305,12 @@ def expansion_decision(X, sv, coef, ring, scale, kind, width, degree, coef0, lut
 def olk_c_fit_stream(X, y, sv, coef, ring, state, r, C, kind, width, degree, coef0, lut, sv_threshold, f_out,
                      memo, memo_x):
     """OLK_C over the rows of ``X`` (labels ``y`` in {-1, +1})."""
-    given, raw = memo_raw(X, memo, memo_x, state[STEPS])
+    f_given = given_f(X, memo, memo_x, state[STEPS], 0.0)
     scale = state[SCALE]
     decay = olk_decay(r)
     for i in range(X.shape[0]):
         x = X[i]
-        f = stream_value(given and i == 0, raw, x, sv, coef, ring, scale, 0.0, kind, width, degree, coef0, lut)
+        f = stream_value(f_given, i, x, sv, coef, ring, scale, 0.0, kind, width, degree, coef0, lut)
         kxx = self_kernel(kind, x, width, degree, coef0, lut)
         olk_c_update(x, y[i], f, sv, coef, ring, scale, r, C, kxx, sv_threshold)
         f_out[i] = f
@@ -321,12 +323,12 @@ def olk_c_fit_stream(X, y, sv, coef, ring, state, r, C, kind, width, degree, coe
 def olk_r_fit_stream(X, y, sv, coef, ring, state, r, C, epsilon, kind, width, degree, coef0, lut, sv_threshold,
                      f_out, memo, memo_x):
     """OLK_R over the rows of ``X`` with targets ``y``."""
-    given, raw = memo_raw(X, memo, memo_x, state[STEPS])
+    f_given = given_f(X, memo, memo_x, state[STEPS], 0.0)
     scale = state[SCALE]
     decay = olk_decay(r)
     for i in range(X.shape[0]):
         x = X[i]
-        f = stream_value(given and i == 0, raw, x, sv, coef, ring, scale, 0.0, kind, width, degree, coef0, lut)
+        f = stream_value(f_given, i, x, sv, coef, ring, scale, 0.0, kind, width, degree, coef0, lut)
         kxx = self_kernel(kind, x, width, degree, coef0, lut)
         olk_r_update(x, y[i], f, sv, coef, ring, scale, r, C, epsilon, kxx, sv_threshold)
         f_out[i] = f
@@ -366,15 +368,15 @@ def olk_n_fit_stream(X, sv, coef, ring, state, r, nu, C, rho_rule, kind, width, 
 def norma_classification_fit_stream(X, y, sv, coef, ring, state, eta, schedule, lam, margin, strict, use_offset,
                                     kind, width, degree, coef0, lut, sv_threshold, f_out, memo, memo_x):
     """Soft-margin NORMA / kernel perceptron over the rows of ``X`` (``y`` in {-1, +1})."""
-    given, raw = memo_raw(X, memo, memo_x, state[STEPS])
     scale = state[SCALE]
     b = state[OFFSET]
+    f_given = given_f(X, memo, memo_x, state[STEPS], b)
     t = state[STEPS]
     for i in range(X.shape[0]):
         t += 1.0
         eta_t = step_size(eta, schedule, t)
         x = X[i]
-        f = stream_value(given and i == 0, raw, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut)
+        f = stream_value(f_given, i, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut)
         _, b = norma_classification_update(x, y[i], f, sv, coef, ring, scale, eta_t, lam, margin, strict, b,
                                            use_offset, sv_threshold)
         f_out[i] = f
@@ -388,16 +390,16 @@ def norma_classification_fit_stream(X, y, sv, coef, ring, state, eta, schedule, 
 def norma_nu_classification_fit_stream(X, y, sv, coef, ring, state, eta, schedule, lam, nu, use_offset, kind, width,
                                        degree, coef0, lut, sv_threshold, f_out, memo, memo_x):
     """nu-NORMA classification over the rows of ``X`` (``y`` in {-1, +1})."""
-    given, raw = memo_raw(X, memo, memo_x, state[STEPS])
     scale = state[SCALE]
     rho = state[RHO]
     b = state[OFFSET]
+    f_given = given_f(X, memo, memo_x, state[STEPS], b)
     t = state[STEPS]
     for i in range(X.shape[0]):
         t += 1.0
         eta_t = step_size(eta, schedule, t)
         x = X[i]
-        f = stream_value(given and i == 0, raw, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut)
+        f = stream_value(f_given, i, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut)
         _, rho, b = norma_nu_classification_update(x, y[i], f, sv, coef, ring, scale, eta_t, lam, nu, rho, b,
                                                    use_offset, sv_threshold)
         f_out[i] = f
@@ -412,9 +414,9 @@ def norma_nu_classification_fit_stream(X, y, sv, coef, ring, state, eta, schedul
 def norma_regression_fit_stream(X, y, sv, coef, ring, state, eta, schedule, lam, loss, nu, use_offset, kind, width,
                                 degree, coef0, lut, sv_threshold, f_out, memo, memo_x):
     """NORMA regression (any loss of :data:`learners.steps.REGRESSION_LOSSES`) over the rows of ``X``."""
-    given, raw = memo_raw(X, memo, memo_x, state[STEPS])
     scale = state[SCALE]
     b = state[OFFSET]
+    f_given = given_f(X, memo, memo_x, state[STEPS], b)
     epsilon = state[EPSILON]
     sigma = state[SIGMA]
     t = state[STEPS]
@@ -422,7 +424,7 @@ def norma_regression_fit_stream(X, y, sv, coef, ring, state, eta, schedule, lam,
         t += 1.0
         eta_t = step_size(eta, schedule, t)
         x = X[i]
-        f = stream_value(given and i == 0, raw, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut)
+        f = stream_value(f_given, i, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut)
         _, epsilon, sigma, b = norma_regression_update(x, y[i], f, sv, coef, ring, scale, eta_t, lam, loss, epsilon,
                                                        nu, sigma, b, use_offset, sv_threshold)
         f_out[i] = f
