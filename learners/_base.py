@@ -27,7 +27,6 @@ import operator
 import weakref
 
 import numpy as np
-from numba import njit
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_random_state
@@ -43,6 +42,8 @@ except ImportError:  # pragma: no cover - older scikit-learn
         return estimator._validate_data(X, y, reset=reset, force_all_finite=ensure_all_finite, **kwargs)
 
 from learners import _calibration, _ovr, _stream
+from learners._row_plan import RowPlan
+from learners._docs import FIT, PARTIAL_FIT, SCORE_ROWS, Y_IGNORED, Y_TARGETS, doc
 from learners._persist import PersistMixin
 from learners._validation import check_bool, check_choice, check_int, check_real, check_width
 from learners.kernels import EMPTY_LUT, KERNELS
@@ -53,10 +54,14 @@ DEFAULT_BUDGET = 512
 #: Capacity of an unbounded expansion (``budget=None``) before it first grows.
 _INITIAL_CAPACITY = 64
 
+#: Fitted attributes a :class:`RowPlan` holds or depends on: setting one drops the plan.
+_PLAN_INPUTS = frozenset({"_sv", "_coef", "_ring", "_state", "_offsets", "_calibrator", "_feature_keys", "classes_",
+                          "width_", "n_features_in_", "feature_names_in_"})
 
-#: Per-estimator caches that are not fitted state (the validated parameters, the last
-#: ``predict_one``'s ``f``, the dict-row getter, the label codes): kept out of the
-#: instance ``__dict__``, so pickles, checkpoints and ``clone`` never see them.
+
+#: Per-estimator caches that are not fitted state (the validated parameters, the single-row
+#: plan, the dict keys, the label codes): kept out of the instance ``__dict__``, so pickles,
+#: checkpoints and ``clone`` never see them.
 _CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -65,25 +70,6 @@ def _cache(est):
     if cache is None:
         cache = _CACHES[est] = {}
     return cache
-
-
-@njit(cache=True)
-def _finite(x):
-    for v in x:
-        if not math.isfinite(v):
-            return False
-    return True
-
-
-@njit(cache=True)
-def _same_row(a, b):
-    """Whether two rows of shape (1, d) hold the same values."""
-    if a.shape[1] != b.shape[1]:
-        return False
-    for c in range(a.shape[1]):
-        if a[0, c] != b[0, c]:
-            return False
-    return True
 
 
 def scale_width(X):
@@ -144,16 +130,21 @@ def check_known_labels(y, classes, name):
 class OnlineKernelEstimator(PersistMixin, BaseEstimator):
     """Base class: kernel parameters, the bounded expansion, the stream driver.
 
-    Subclasses set ``_task`` and implement ``_check_rule_params`` (validated rule
-    parameters as a dict), ``_init_state`` (fill the fresh ``state`` array),
-    ``_run_stream`` (one jitted pass over validated rows) and
-    ``_publish_state`` (copy scalar state into fitted attributes).
+    Subclasses implement ``_check_rule_params`` (validated rule parameters as a
+    dict), ``_stream_call`` (the jitted loop of :mod:`learners._stream` and its
+    arguments; or ``_run_stream``, one jitted pass over validated rows) and, where
+    the rule has them, ``_init_state`` (fill the fresh ``state`` array) and
+    ``_state_attrs`` (the fitted scalars its state holds).
     """
 
     _supervised = True
 
-    #: Whether ``_run_stream`` passes :meth:`_take_given_f` to its loop (``f_given``).
-    _reuses_f = False
+    #: The arrays holding one row per slot of the expansion (an unbounded one grows them together).
+    _slot_arrays = ("_sv", "_coef")
+
+    #: Whether single rows take the :class:`learners._row_plan.RowPlan` fast path (the subclass
+    #: implements ``_stream_call``).
+    _fast_rows = False
 
     # ------------------------------------------------------------------ params
     def _check_kernel_params(self):
@@ -183,6 +174,23 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
     def _check_rule_params(self):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _init_state(self, params):
+        """Fill the fresh ``state`` array beyond :func:`learners._stream.new_state`'s defaults."""
+
+    def _publish_state(self, params):
+        """Copy the scalar state into the fitted attributes: ``n_steps_`` and those of :meth:`_state_attrs`.
+
+        Written into the instance dict directly (after every row of ``learn_one``): they are neither
+        parameters nor plan inputs, so ``__setattr__``'s bookkeeping has nothing to do for them.
+        """
+        attrs = self._state_attrs(params)
+        attrs["n_steps_"] = int(self._state[_stream.STEPS])
+        self.__dict__.update(attrs)
+
+    def _state_attrs(self, params):
+        """``{name_: value}``: the fitted scalars the rule's state holds besides ``n_steps_``."""
+        return {}
+
     def _params(self):
         """:meth:`_check_params`, run again only after a parameter was set (``set_params`` or assignment)."""
         cache = _cache(self)
@@ -193,11 +201,17 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
 
     def __setattr__(self, name, value):
         # parameters are the public attributes without a trailing underscore: setting one
-        # (set_params, clone, est.width = 2) drops the validated copy
+        # (set_params, clone, est.width = 2) drops the validated copy and the single-row plan;
+        # setting what the plan holds (arrays, classes, width, feature names) drops the plan
         if name[0] != "_" and name[-1] != "_":
             cache = _CACHES.get(self)
             if cache:
                 cache.pop("params", None)
+                cache.pop("plan", None)
+        elif name in _PLAN_INPUTS:
+            cache = _CACHES.get(self)
+            if cache:
+                cache.pop("plan", None)
         object.__setattr__(self, name, value)
 
     # --------------------------------------------------------------- expansion
@@ -226,21 +240,21 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
         if params["budget"] is not None:
             # a budget set after the first call: keep the expansion as allocated
             return
-        capacity = self._coef.shape[0]
+        capacity = self._sv.shape[0]
         count = int(self._ring[1])
         if count + n_new <= capacity:
             return
         new_capacity = max(count + n_new, 2 * capacity)
         order = self._order()
-        sv = np.zeros((new_capacity, self._sv.shape[1]), dtype=np.float64)
-        coef = np.zeros((new_capacity,) + self._coef.shape[1:], dtype=np.float64)
-        sv[:count] = self._sv[order]
-        coef[:count] = self._coef[order]
-        self._sv, self._coef = sv, coef
+        for name in self._slot_arrays:
+            old = getattr(self, name)
+            new = np.zeros((new_capacity,) + old.shape[1:], dtype=np.float64)
+            new[:count] = old[order]
+            setattr(self, name, new)
         self._ring[:] = (0, count)
 
     def _order(self):
-        capacity = self._coef.shape[0]
+        capacity = self._sv.shape[0]
         return (int(self._ring[0]) + np.arange(int(self._ring[1]))) % capacity
 
     # ------------------------------------------------------------------ public
@@ -283,6 +297,11 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
 
     def _is_classifier(self):
         return False
+
+    @doc(FIT, passes="``n_passes`` times", y=Y_TARGETS + " or None\n            Labels or targets; ignored by "
+         "the novelty detectors.")
+    def fit(self, X, y=None):
+        return self._fit(X, y if self._supervised else None)
 
     def _partial_fit(self, X, y, classes, params, return_scores=False):
         first = not hasattr(self, "_state")
@@ -346,29 +365,65 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
                                    width, degree, coef0, lut, out)
         return out
 
+    def _run_stream(self, X, y, params, f_out):
+        """One jitted pass over validated rows: the loop and arguments :meth:`_stream_call` names."""
+        stream, args = self._stream_call(params)
+        stream(X, y, *args, f_out, _stream.NO_MEMO, _stream.NO_MEMO)
+
+    def _stream_call(self, params):  # pragma: no cover - abstract
+        """``(loop, args)``: the stream loop of :mod:`learners._stream` and its arguments between ``X, y``
+        and ``f_out``."""
+        raise NotImplementedError
+
+    def _expansion_args(self):
+        """The expansion's arrays, as the stream loops take them."""
+        return self._sv, self._coef, self._ring, self._state
+
     # ------------------------------------------------------------- single rows
     def _raw_one(self, X):
         """:meth:`_raw_decision_rows` of one validated row of shape (1, n_features), as a float."""
-        cache = _cache(self)
-        out = cache.get("out")
-        if out is None:
-            out = cache["out"] = np.empty(1)
-        params = self._params()
-        kind, width, degree, coef0, lut = self._kernel_args(params)
-        state = self._state
-        _stream.expansion_decision(X, self._sv, self._coef, self._ring, state[_stream.SCALE], kind, width, degree,
-                                   coef0, lut, out)
-        raw = float(out[0])
-        if self._reuses_f:
-            # learn_one on this same row, next, can skip evaluating the expansion again
-            cache["pending"] = (X.copy(), raw, float(state[_stream.STEPS]), params)
-        return raw
+        return float(self._raw_decision_rows(X)[0])
 
-    def _take_given_f(self):
-        """``f_t(x)`` already computed for the row being learnt (see :meth:`_learn_row`), else empty."""
+    def _plan(self):
+        """The single-row :class:`RowPlan` of this model, or None when its rows take the full path
+        (not fitted, more than two classes or one, no fast path for this estimator)."""
         cache = _CACHES.get(self)
-        given = cache.pop("given_f", None) if cache else None
-        return _stream.EMPTY_F if given is None else given
+        plan = cache.get("plan") if cache else None
+        if plan is None:
+            plan = False
+            if self._fast_rows and hasattr(self, "_state") and (
+                    not hasattr(self, "classes_") or self.classes_.shape[0] == 2):
+                plan = RowPlan(self, self._params(), self._row_keys())
+            _cache(self)["plan"] = plan
+        return plan
+
+    def _learn_fast(self, plan, x, target):
+        """``learn_one`` on the plan: ``f_t(x)``, or None when the row needs the full path."""
+        X = plan.row(x)
+        if X is None:
+            return None
+        f = plan.learn(X, target)
+        if f is not None:
+            self._publish_state(plan.params)
+        return f
+
+    def _score_fast(self, x):
+        """``(raw f(x) without the offset, plan)`` of one row on the plan; raw is None when the row
+        needs the full path."""
+        plan = self._plan()
+        if plan:
+            X = plan.row(x)
+            if X is not None:
+                return plan.score(X), plan
+        return None, plan
+
+    def _row_keys(self):
+        """The feature names of dict rows once fixed (first dict row, or ``fit`` on a DataFrame), else None."""
+        stored = self.__dict__.get("_feature_keys")
+        if stored is not None:
+            return tuple(stored.tolist())
+        names = getattr(self, "feature_names_in_", None)
+        return tuple(names) if names is not None else None
 
     def _row(self, x):
         """One row (a dict or a 1-D array-like) as a C-contiguous float64 array of shape (1, n_features).
@@ -378,19 +433,16 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
         """
         if type(x) is np.ndarray and x.ndim == 1 and x.dtype == np.float64 and \
                 x.shape[0] == self.__dict__.get("n_features_in_", -1):
-            if not _finite(x):
+            if not _stream.finite_row(x.reshape(1, -1)):
                 raise ValueError(f"x contains NaN or infinity: {x.tolist()[:10]}")
             return x.reshape(1, -1)
         if isinstance(x, dict):
             cache = _cache(self)
             keys = cache.get("keys")
             if keys is None:
-                stored = self.__dict__.get("_feature_keys")
-                if stored is not None:
-                    keys = tuple(stored.tolist())
-                else:
-                    names = getattr(self, "feature_names_in_", None)
-                    keys = tuple(names) if names is not None else tuple(x)
+                keys = self._row_keys()
+                if keys is None:
+                    keys = tuple(x)
                     if hasattr(self, "n_features_in_") and len(keys) != self.n_features_in_:
                         raise ValueError(f"x has {len(x)} features, but {type(self).__name__} is expecting "
                                          f"{self.n_features_in_} features as input")
@@ -432,20 +484,10 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
         return row.reshape(1, -1)
 
     def _learn_row(self, X, y, params):
-        """Learn from one validated row (``y`` encoded); starts the model on the first row.
-
-        When ``predict_one``/``score_one`` just evaluated this row on the current model,
-        its ``f_t(x)`` goes to the stream loop (``f_given``), which then skips evaluating
-        the expansion a second time.
-        """
+        """Learn from one validated row (``y`` encoded); starts the model on the first row."""
         if not hasattr(self, "_state"):
             self.n_features_in_ = X.shape[1]
             self._start(X, params)
-        cache = _cache(self)
-        pending = cache.pop("pending", None)
-        if (pending is not None and pending[2] == self._state[_stream.STEPS] and pending[3] is params
-                and _same_row(pending[0], X)):
-            cache["given_f"] = np.array([pending[1] + self.offset_])
         return self._learn(X, y, params)
 
     def _require_fitted(self):
@@ -455,32 +497,28 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
 
 
 class BinaryDecisionMixin:
-    """``predict`` from the sign of ``decision_function``, and the binary-only tag.
+    """``predict`` from the sign of ``decision_function``, and the multi-class tag (binary-only unless
+    ``_native_multiclass``).
 
     Shared by the kernel estimators and the baselines (mix in before ClassifierMixin).
     """
 
+    @doc(SCORE_ROWS, returns="y : ndarray of shape (n_samples,)",
+         summary="Class labels: ``classes_[1]`` where ``decision_function(X) > 0``, else ``classes_[0]``.")
     def predict(self, X):
-        """Class labels: ``classes_[1]`` where ``decision_function(X) > 0``, else ``classes_[0]``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,)
-        """
         d = self.decision_function(X)
         return self.classes_[(d > 0).astype(np.intp)]
 
+    #: Whether more than two classes are learnt natively (else the estimator is binary-only).
+    _native_multiclass = False
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
+        tags.classifier_tags.multi_class = self._native_multiclass
         return tags
 
     def _more_tags(self):  # scikit-learn < 1.6
-        return {"binary_only": True}
+        return {"binary_only": not self._native_multiclass}
 
 
 class StreamClassifierMixin:
@@ -501,67 +539,24 @@ class StreamClassifierMixin:
     def _is_classifier(self):
         return True
 
-    def fit(self, X, y):
-        """Start afresh and learn from the rows of ``X`` in order (``n_passes`` times).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        self
-        """
-        return self._fit(X, y)
-
+    @doc(PARTIAL_FIT, y=Y_TARGETS + "\n        classes : array-like, optional\n            Every label; needed on the "
+         "first call when its batch does not hold all of them.", scores="the decision values ``f_t(x)``",
+         shape="(n_samples,) (binary) or (n_samples, n_classes)")
     def partial_fit(self, X, y, classes=None, *, return_scores=False):
-        """Learn from the rows of ``X`` in order, continuing the stream.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        classes : array-like, optional
-            Every label; needed on the first call when its batch does not hold all of them.
-        return_scores : bool, default False
-            Return the decision values ``f_t(x)`` each row got *before* the model
-            learnt from it (test-then-train in one pass) instead of ``self``.
-
-        Returns
-        -------
-        self, or scores : ndarray of shape (n_samples,) (binary) or (n_samples, n_classes)
-        """
         return self._partial_fit(X, y, classes, self._params(), return_scores)
 
     # ------------------------------------------------------------- scores
+    @doc(SCORE_ROWS, returns="f : ndarray of shape (n_samples,) or (n_samples, n_classes)",
+         summary="``f(x)`` (offsets included): shape (n_samples,) for two classes (positive for\n"
+                 "        ``classes_[1]``), else (n_samples, n_classes), one score per class.")
     def decision_function(self, X):
-        """``f(x)`` (offsets included): shape (n_samples,) for two classes (positive for
-        ``classes_[1]``), else (n_samples, n_classes), one score per class.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        f : ndarray of shape (n_samples,) or (n_samples, n_classes)
-        """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64, order="C", ensure_all_finite=True)
         return self._decision_rows(X)
 
+    @doc(SCORE_ROWS, summary="Class labels: the sign of ``f`` for two classes, its argmax for more.",
+         returns="y : ndarray of shape (n_samples,)")
     def predict(self, X):
-        """Class labels: the sign of ``f`` for two classes, its argmax for more.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,)
-        """
         return self._labels(self.decision_function(X))
 
     def _labels(self, f):
@@ -579,26 +574,24 @@ class StreamClassifierMixin:
         return self._has_probabilities()
 
     @available_if(_offers_probabilities)
+    @doc(SCORE_ROWS, summary="Class probabilities from ``decision_function`` (how: see the class's notes).",
+         returns="proba : ndarray of shape (n_samples, n_classes), rows summing to 1")
     def predict_proba(self, X):
-        """Class probabilities from ``decision_function`` (how: see the class's notes).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes), rows summing to 1
-        """
         return self._proba(self.decision_function(X))
 
     def score_one(self, x):
         """``decision_function`` of one row: a float (binary) or an array of one score per class."""
+        raw, _ = self._score_fast(x)
+        if raw is not None:
+            return raw + self.offset_
         self._require_fitted()
         return self._decision_one(self._row(x))
 
     def predict_one(self, x):
         """The predicted label of one row (a dict or a 1-D array)."""
+        raw, plan = self._score_fast(x)
+        if raw is not None:
+            return plan.labels[raw + self.offset_ > 0]
         self._require_fitted()
         return label_of_score(self.classes_, self._decision_one(self._row(x)))
 
@@ -686,7 +679,6 @@ class BinaryClassifierMixin(StreamClassifierMixin, BinaryDecisionMixin):
         return {c.item() if isinstance(c, np.generic) else c: i for i, c in enumerate(cls)}
 
     def _add_class(self, label):
-        _cache(self).pop("pending", None)
         cls = np.unique(np.append(self.classes_, label))
         pos = int(np.searchsorted(cls, label))
         old = self.classes_
@@ -731,6 +723,13 @@ class BinaryClassifierMixin(StreamClassifierMixin, BinaryDecisionMixin):
         Returns ``self``, or with ``return_score=True`` the score ``f_t(x)`` the row got
         before the update (a float; an array of one score per class for a multiclass model).
         """
+        plan = self._plan()
+        if plan:
+            code = plan.code(y)
+            if code is not None:
+                f = self._learn_fast(plan, x, code)
+                if f is not None:
+                    return f if return_score else self
         params = self._params()
         X = self._row(x)
         code = self._code_one(y)
@@ -760,14 +759,6 @@ class MulticlassClassifierMixin(BinaryClassifierMixin):
     """
 
     _native_multiclass = True
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = True
-        return tags
-
-    def _more_tags(self):  # scikit-learn < 1.6
-        return {"binary_only": False}
 
     def _multiclass(self):
         return hasattr(self, "classes_") and self.classes_.shape[0] > 2
@@ -816,38 +807,12 @@ class MulticlassClassifierMixin(BinaryClassifierMixin):
             return self._raw_decision_rows(X)[0]
         return super()._decision_one(X)
 
+
 class RegressionMixin:
     """Real-valued targets: ``predict(X) = f(x) + offset_``."""
 
-    def fit(self, X, y):
-        """Start afresh and learn from the rows of ``X`` in order (``n_passes`` times).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        self
-        """
-        return self._fit(X, y)
-
+    @doc(PARTIAL_FIT, y=Y_TARGETS, scores="the predictions ``f_t(x)``", shape="(n_samples,)")
     def partial_fit(self, X, y, *, return_scores=False):
-        """Learn from the rows of ``X`` in order, continuing the stream.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        return_scores : bool, default False
-            Return the predictions ``f_t(x)`` each row got *before* the model learnt
-            from it (test-then-train in one pass) instead of ``self``.
-
-        Returns
-        -------
-        self, or scores : ndarray of shape (n_samples,)
-        """
         return self._partial_fit(X, y, None, self._params(), return_scores)
 
     def learn_one(self, x, y, *, return_score=False):
@@ -855,35 +820,34 @@ class RegressionMixin:
 
         Returns ``self``, or with ``return_score=True`` the prediction ``f_t(x)`` made before the update.
         """
-        params = self._params()
-        X = self._row(x)
         try:
             target = float(y)
         except (TypeError, ValueError):
             raise ValueError(f"y must be a number, got {y!r}") from None
         if not math.isfinite(target):
             raise ValueError(f"y must be finite, got {target}")
-        f = self._learn_row(X, np.array([target]), params)
+        plan = self._plan()
+        if plan:
+            f = self._learn_fast(plan, x, target)
+            if f is not None:
+                return f if return_score else self
+        params = self._params()
+        f = self._learn_row(self._row(x), np.array([target]), params)
         return float(f[0]) if return_score else self
 
     def predict_one(self, x):
         """The prediction ``f(x)`` for one row (a dict or a 1-D array), a float."""
-        self._require_fitted()
-        return self._raw_one(self._row(x)) + self.offset_
+        raw, _ = self._score_fast(x)
+        if raw is None:
+            self._require_fitted()
+            raw = self._raw_one(self._row(x))
+        return raw + self.offset_
 
     score_one = predict_one
 
+    @doc(SCORE_ROWS, summary="``f(x) = sum_j alpha_j k(x_j, x) + offset_``.",
+         returns="y : ndarray of shape (n_samples,)")
     def predict(self, X):
-        """``f(x) = sum_j alpha_j k(x_j, x) + offset_``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,)
-        """
         return self._raw_decision(X) + self.offset_
 
 
@@ -892,36 +856,9 @@ class OneClassMixin:
 
     _supervised = False
 
-    def fit(self, X, y=None):
-        """Start afresh and learn from the rows of ``X`` in order (``n_passes`` times).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
-        return self._fit(X, None)
-
+    @doc(PARTIAL_FIT, y=Y_IGNORED + "\n        classes : ignored", shape="(n_samples,)",
+         scores="the raw scores ``f_t(x)`` (as :meth:`score_samples`)")
     def partial_fit(self, X, y=None, classes=None, *, return_scores=False):
-        """Learn from the rows of ``X`` in order, continuing the stream.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-        classes : ignored
-        return_scores : bool, default False
-            Return the raw scores ``f_t(x)`` (as :meth:`score_samples`) each row got
-            *before* the model learnt from it instead of ``self``.
-
-        Returns
-        -------
-        self, or scores : ndarray of shape (n_samples,)
-        """
         return self._partial_fit(X, None, None, self._params(), return_scores)
 
     def learn_one(self, x, y=None, *, return_score=False):
@@ -942,42 +879,18 @@ class OneClassMixin:
         """+1 (normal) or -1 (novelty) for one row."""
         return 1 if self.score_one(x) >= 0 else -1
 
+    @doc(SCORE_ROWS, summary="Raw score ``f(x)``: higher is more normal.",
+         returns="scores : ndarray of shape (n_samples,)")
     def score_samples(self, X):
-        """Raw score ``f(x)``: higher is more normal.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        scores : ndarray of shape (n_samples,)
-        """
         return self._raw_decision(X)
 
+    @doc(SCORE_ROWS, returns="margin : ndarray of shape (n_samples,)",
+         summary="Signed margin ``score_samples(X) - offset_``: positive = normal, negative = novelty.")
     def decision_function(self, X):
-        """Signed margin ``score_samples(X) - offset_``: positive = normal, negative = novelty.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        margin : ndarray of shape (n_samples,)
-        """
         return self.score_samples(X) - self.offset_
 
+    @doc(SCORE_ROWS, summary="+1 for normal points (``decision_function >= 0``), -1 for novelties.",
+         returns="labels : ndarray of shape (n_samples,), int")
     def predict(self, X):
-        """+1 for normal points (``decision_function >= 0``), -1 for novelties.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        labels : ndarray of shape (n_samples,), int
-        """
         d = self.decision_function(X)
         return np.where(d >= 0, 1, -1)

@@ -21,9 +21,11 @@ STEPS      number of steps taken so far (for ``eta_t = eta / sqrt(t)``)
 
 Every loop writes ``f_out[i] = f_t(x_i)``, the prediction made on row ``i``
 *before* learning from it (offset included), so a caller can count online
-mistakes. The supervised loops take ``f_given``: when it is not empty, ``f_given[i]``
-is that value, already computed (``predict_one`` then ``learn_one`` on the same row
-evaluate the expansion once); it must be exactly what the loop would compute.
+mistakes. The supervised loops take ``memo``/``memo_x``, where :func:`score_row`
+remembered the last single-row prediction: when the first row of ``X`` is that row
+and the model has not changed since (same step count), its ``f_t(x)`` is taken from
+there instead of being computed again (``predict_one`` then ``learn_one`` on the same
+row evaluate the expansion once, and learn exactly what two evaluations would).
 
 Each loop body is exactly the rule's ``*_step`` of :mod:`learners.steps`: evaluate
 ``f_t(x)`` (:func:`kernel_sum`), then call the rule's ``*_update``. The only
@@ -65,8 +67,14 @@ STEPS = 5
 STATE_SIZE = 6
 
 
-#: ``f_given`` of the stream loops when ``f_t(x)`` is to be computed (the usual case).
-EMPTY_F = np.zeros(0, dtype=np.float64)
+#: ``memo`` and ``memo_x`` of the stream loops when no prediction is remembered (batches).
+NO_MEMO = np.zeros(0, dtype=np.float64)
+
+
+def new_memo(n_features):
+    """``(memo, memo_x)`` for :func:`score_row`: ``memo = [step count, raw f]`` (step count -1: nothing
+    remembered), ``memo_x`` the row."""
+    return np.array([-1.0, 0.0]), np.zeros(n_features, dtype=np.float64)
 
 
 def new_state():
@@ -217,6 +225,59 @@ def kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut):
     return total, oldest
 
 
+@njit(cache=True)
+def finite_row(X):
+    """Whether the first row of ``X`` holds only finite values."""
+    for v in X[0]:
+        if not math.isfinite(v):
+            return False
+    return True
+
+
+@njit(cache=True)
+def take_memo(X, memo, memo_x, steps):
+    """Whether ``memo`` holds the raw ``f`` of the one row of ``X`` on this model (the step count
+    :func:`score_row` saw is ``steps``, the row has the same values); forgets it either way, since
+    the caller is about to change the model."""
+    if memo.shape[0] == 0:
+        return False
+    hit = memo[0] == steps and X.shape[0] == 1 and memo_x.shape[0] == X.shape[1]
+    memo[0] = -1.0
+    if hit:
+        for c in range(X.shape[1]):
+            if X[0, c] != memo_x[c]:
+                return False
+    return hit
+
+
+@njit(cache=True)
+def score_row(X, sv, coef, ring, state, kind, width, degree, coef0, lut, memo, memo_x):
+    """``scale * sum_j coef[j] k(sv[j], x)`` of the one row of ``X``, remembered in ``memo``/``memo_x``
+    for the stream loop that may learn from this row next; NaN (nothing remembered) when ``x`` holds
+    NaN or infinity."""
+    x = X[0]
+    for v in x:
+        if not math.isfinite(v):
+            memo[0] = -1.0
+            return math.nan
+    total, _ = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
+    raw = state[SCALE] * total
+    memo_x[:] = x
+    memo[0] = state[STEPS]
+    memo[1] = raw
+    return raw
+
+
+@njit(cache=True, inline="always")
+def given_f(X, memo, memo_x, steps, b):
+    """``f_given`` of a stream loop: ``[raw + b]`` when ``memo`` holds the raw ``f`` of the one row
+    of ``X`` on this model (:func:`take_memo`), else empty."""
+    if take_memo(X, memo, memo_x, steps):
+        memo[1] += b
+        return memo[1:2]
+    return memo[0:0]
+
+
 @njit(cache=True, inline="always")
 def stream_value(f_given, i, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut):
     """``f_t(x)`` of row ``i``: ``f_given[i]`` when the caller already has it (``f_given`` not empty),
@@ -242,8 +303,9 @@ def expansion_decision(X, sv, coef, ring, scale, kind, width, degree, coef0, lut
 
 @njit(cache=True)
 def olk_c_fit_stream(X, y, sv, coef, ring, state, r, C, kind, width, degree, coef0, lut, sv_threshold, f_out,
-                     f_given):
+                     memo, memo_x):
     """OLK_C over the rows of ``X`` (labels ``y`` in {-1, +1})."""
+    f_given = given_f(X, memo, memo_x, state[STEPS], 0.0)
     scale = state[SCALE]
     decay = olk_decay(r)
     for i in range(X.shape[0]):
@@ -259,8 +321,9 @@ def olk_c_fit_stream(X, y, sv, coef, ring, state, r, C, kind, width, degree, coe
 
 @njit(cache=True)
 def olk_r_fit_stream(X, y, sv, coef, ring, state, r, C, epsilon, kind, width, degree, coef0, lut, sv_threshold,
-                     f_out, f_given):
+                     f_out, memo, memo_x):
     """OLK_R over the rows of ``X`` with targets ``y``."""
+    f_given = given_f(X, memo, memo_x, state[STEPS], 0.0)
     scale = state[SCALE]
     decay = olk_decay(r)
     for i in range(X.shape[0]):
@@ -303,10 +366,11 @@ def olk_n_fit_stream(X, sv, coef, ring, state, r, nu, C, rho_rule, kind, width, 
 
 @njit(cache=True)
 def norma_classification_fit_stream(X, y, sv, coef, ring, state, eta, schedule, lam, margin, strict, use_offset,
-                                    kind, width, degree, coef0, lut, sv_threshold, f_out, f_given):
+                                    kind, width, degree, coef0, lut, sv_threshold, f_out, memo, memo_x):
     """Soft-margin NORMA / kernel perceptron over the rows of ``X`` (``y`` in {-1, +1})."""
     scale = state[SCALE]
     b = state[OFFSET]
+    f_given = given_f(X, memo, memo_x, state[STEPS], b)
     t = state[STEPS]
     for i in range(X.shape[0]):
         t += 1.0
@@ -324,11 +388,12 @@ def norma_classification_fit_stream(X, y, sv, coef, ring, state, eta, schedule, 
 
 @njit(cache=True)
 def norma_nu_classification_fit_stream(X, y, sv, coef, ring, state, eta, schedule, lam, nu, use_offset, kind, width,
-                                       degree, coef0, lut, sv_threshold, f_out, f_given):
+                                       degree, coef0, lut, sv_threshold, f_out, memo, memo_x):
     """nu-NORMA classification over the rows of ``X`` (``y`` in {-1, +1})."""
     scale = state[SCALE]
     rho = state[RHO]
     b = state[OFFSET]
+    f_given = given_f(X, memo, memo_x, state[STEPS], b)
     t = state[STEPS]
     for i in range(X.shape[0]):
         t += 1.0
@@ -347,10 +412,11 @@ def norma_nu_classification_fit_stream(X, y, sv, coef, ring, state, eta, schedul
 
 @njit(cache=True)
 def norma_regression_fit_stream(X, y, sv, coef, ring, state, eta, schedule, lam, loss, nu, use_offset, kind, width,
-                                degree, coef0, lut, sv_threshold, f_out, f_given):
+                                degree, coef0, lut, sv_threshold, f_out, memo, memo_x):
     """NORMA regression (any loss of :data:`learners.steps.REGRESSION_LOSSES`) over the rows of ``X``."""
     scale = state[SCALE]
     b = state[OFFSET]
+    f_given = given_f(X, memo, memo_x, state[STEPS], b)
     epsilon = state[EPSILON]
     sigma = state[SIGMA]
     t = state[STEPS]

@@ -12,6 +12,18 @@ import numbers
 import numpy as np
 
 
+def store_params(estimator, arguments):
+    """scikit-learn's ``__init__`` body: keep every argument under its own name, unchecked.
+
+    Called as ``store_params(self, locals())`` first thing in an ``__init__`` whose
+    signature lists the estimator's parameters (``get_params`` reads them from there);
+    the checks run at ``fit``.
+    """
+    for name, value in arguments.items():
+        if name != "self":
+            setattr(estimator, name, value)
+
+
 def _describe(value):
     return repr(value) if isinstance(value, str) else str(value)
 

@@ -24,6 +24,31 @@ import numbers
 
 import numpy as np
 
+from learners._docs import doc
+
+#: The docstring of the generators of training and test samples.
+_TRAIN_TEST_DOC = """{title}
+
+    Parameters
+    ----------
+    n : int
+        Number of training samples (>= 1).
+    n_test : int, default=0
+        Number of test samples ({test}).
+    random_state : int, numpy Generator or None
+
+    Returns
+    -------
+    {returns}
+    """
+
+
+def _train_test_rng(n, n_test, random_state):
+    """Check ``n`` and ``n_test``; the random generator."""
+    _check_n("n", n)
+    _check_n("n_test", n_test, minimum=0)
+    return _rng(random_state)
+
 
 def _rng(random_state):
     if isinstance(random_state, np.random.Generator):
@@ -44,27 +69,12 @@ def _two_gaussians(n, rng, low, high, mean):
     return X, y
 
 
+@doc(_TRAIN_TEST_DOC, title="Two-Gaussian classification of the OLK paper's Example 1.",
+     test="drawn from the same distribution after the training ones",
+     returns="X : ndarray of shape (n, 2)\n    y : ndarray of shape (n,), int in {-1, +1}\n"
+             "    X_test : ndarray of shape (n_test, 2)\n    y_test : ndarray of shape (n_test,)")
 def make_example1(n, n_test=0, random_state=None):
-    """Two-Gaussian classification of the OLK paper's Example 1.
-
-    Parameters
-    ----------
-    n : int
-        Number of training samples (>= 1).
-    n_test : int, default=0
-        Number of test samples, drawn from the same distribution after the training ones.
-    random_state : int, numpy Generator or None
-
-    Returns
-    -------
-    X : ndarray of shape (n, 2)
-    y : ndarray of shape (n,), int in {-1, +1}
-    X_test : ndarray of shape (n_test, 2)
-    y_test : ndarray of shape (n_test,)
-    """
-    _check_n("n", n)
-    _check_n("n_test", n_test, minimum=0)
-    rng = _rng(random_state)
+    rng = _train_test_rng(n, n_test, random_state)
     X, y = _two_gaussians(n, rng, -0.5, 0.5, 1.0)
     X_test, y_test = _two_gaussians(n_test, rng, -0.5, 0.5, 1.0)
     return X, y, X_test, y_test
@@ -76,27 +86,11 @@ def example2_function(x):
     return 0.2 * np.sin(5.0 * x) + 0.5 * np.sin(x)
 
 
+@doc(_TRAIN_TEST_DOC, title="Noisy sine regression of the OLK paper's Example 2.", test="noise-free targets",
+     returns="X : ndarray of shape (n, 1), ``U(-pi, pi)``\n    y : ndarray of shape (n,), ``f(x) + U(-0.5, 0.5)``\n"
+             "    X_test : ndarray of shape (n_test, 1)\n    y_test : ndarray of shape (n_test,), ``f(x)``")
 def make_example2(n, n_test=0, random_state=None):
-    """Noisy sine regression of the OLK paper's Example 2.
-
-    Parameters
-    ----------
-    n : int
-        Number of training samples (>= 1).
-    n_test : int, default=0
-        Number of test samples (noise-free targets).
-    random_state : int, numpy Generator or None
-
-    Returns
-    -------
-    X : ndarray of shape (n, 1), ``U(-pi, pi)``
-    y : ndarray of shape (n,), ``f(x) + U(-0.5, 0.5)``
-    X_test : ndarray of shape (n_test, 1)
-    y_test : ndarray of shape (n_test,), ``f(x)``
-    """
-    _check_n("n", n)
-    _check_n("n_test", n_test, minimum=0)
-    rng = _rng(random_state)
+    rng = _train_test_rng(n, n_test, random_state)
     X = rng.uniform(-np.pi, np.pi, size=(n, 1))
     y = example2_function(X[:, 0]) + rng.uniform(-0.5, 0.5, size=n)
     X_test = rng.uniform(-np.pi, np.pi, size=(n_test, 1))

@@ -15,6 +15,7 @@ from sklearn.base import ClassifierMixin
 
 from learners import _stream
 from learners._base import BinaryClassifierMixin, OnlineKernelEstimator
+from learners._validation import store_params
 from learners.expansion import expansion_push, expansion_sum
 
 __all__ = ["KernelRuleClassifier"]
@@ -70,11 +71,7 @@ class KernelRuleClassifier(BinaryClassifierMixin, ClassifierMixin, OnlineKernelE
     """
 
     def __init__(self, *, kernel="gaussian", width=1.0, budget=None, degree=3, coef0=1.0):
-        self.kernel = kernel
-        self.width = width
-        self.budget = budget
-        self.degree = degree
-        self.coef0 = coef0
+        store_params(self, locals())
 
     # the kernel rule has no rule parameters; the base's pass and pruning options are fixed
     sv_threshold = 0.0
@@ -85,14 +82,10 @@ class KernelRuleClassifier(BinaryClassifierMixin, ClassifierMixin, OnlineKernelE
     def _check_rule_params(self):
         return {}
 
-    def _init_state(self, params):
-        pass
-
     def _run_stream(self, X, y, p, f_out):
         kind, width, degree, coef0, lut = self._kernel_args(p)
         kernel_rule_fit_stream(X, y, self._sv, self._coef, self._ring, self._state, kind, width, degree, coef0, lut,
                                f_out)
 
-    def _publish_state(self, params):
-        self.n_steps_ = int(self._state[_stream.STEPS])
-        self.offset_ = 0.0
+    def _state_attrs(self, params):
+        return {"offset_": 0.0}

@@ -20,7 +20,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from learners import online_em
-from learners._validation import check_choice, check_int, check_real
+from learners._docs import FIT, LEARN_ROWS, Y_IGNORED, doc
+from learners._validation import check_choice, check_int, check_real, store_params
 
 __all__ = ["OnlineGaussianMixture", "OnlineBernoulliMixture"]
 
@@ -30,18 +31,8 @@ _COVARIANCE = {"full": 0, "diag": 1, "spherical": 2}
 class _OnlineMixture(DensityMixin, BaseEstimator):
     """Shared driver: validation, initialisation on the first batch, streaming, scoring."""
 
+    @doc(FIT, passes="one pass", y=Y_IGNORED)
     def fit(self, X, y=None):
-        """Start afresh and learn from the rows of ``X`` in order (one pass).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
         for name in ("n_features_in_", "feature_names_in_", "_s0"):
             if hasattr(self, name):
                 delattr(self, name)
@@ -94,17 +85,9 @@ class _OnlineMixture(DensityMixin, BaseEstimator):
         self._score(X, loglik, resp)
         return loglik, resp
 
+    @doc(LEARN_ROWS, summary="Log-likelihood ``log p(x)`` of each row under the current model.",
+         returns="ndarray of shape (n_samples,)")
     def score_samples(self, X):
-        """Log-likelihood ``log p(x)`` of each row under the current model.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
         return self._score_rows(X)[0]
 
     def score(self, X, y=None):
@@ -170,11 +153,7 @@ class OnlineGaussianMixture(_OnlineMixture):
 
     def __init__(self, n_components=1, *, covariance_type="full", learning_rate=0.0, reg_covar=1e-6,
                  random_state=None):
-        self.n_components = n_components
-        self.covariance_type = covariance_type
-        self.learning_rate = learning_rate
-        self.reg_covar = reg_covar
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _check_params(self):
         params = self._common_params()
@@ -282,10 +261,7 @@ class OnlineBernoulliMixture(_OnlineMixture):
     """
 
     def __init__(self, n_components=1, *, learning_rate=0.0, eps=1e-6, random_state=None):
-        self.n_components = n_components
-        self.learning_rate = learning_rate
-        self.eps = eps
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _check_params(self):
         params = self._common_params()

@@ -6,17 +6,7 @@ each step multiplies the old coefficients by ``1 - eta_t lam`` and adds the term
 
 Shared parameters (all three estimators)
 ---------------------------------------
-kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default "gaussian"
-    ``exp(-||x-y||^2 / width^2)``, ``exp(-||x-y|| / width)``,
-    ``(<x, y> + coef0) ** degree``, ``<x, y>``.
-width : float > 0 or "scale", default "scale"
-    Kernel length scale, in the units of the features (Gaussian, Laplacian).
-    ``"scale"`` sets it from the first batch (the first row for ``learn_one``):
-    ``sqrt(n_features * X.var())``, scikit-learn's ``gamma="scale"``; fitted ``width_``.
-degree : int >= 1, default 3
-    Polynomial degree.
-coef0 : float >= 0, default 1.0
-    Polynomial constant term (>= 0 keeps the kernel positive semi-definite).
+{kernel_parameters}
 eta : float > 0, default 0.1
     Step size (learning rate); dimensionless, in units of ``f`` per unit loss slope.
 learning_rate : {"constant", "invsqrt", "decay"}, default "constant"
@@ -28,17 +18,7 @@ tau : float > 0, default 100.0
 lam : float >= 0, default 0.01
     Regularisation ``lambda``; old coefficients shrink by ``1 - eta_t lam`` per step, so
     a term's weight halves after about ``ln 2 / (eta lam)`` steps. ``eta * lam < 1``.
-budget : int >= 1 or None, default 512
-    Most kernel terms kept; a full expansion drops its oldest term (a ring buffer,
-    NORMA's truncation). ``None`` keeps every term.
-sv_threshold : float >= 0, default 0.0
-    Drop terms whose true coefficient ``|alpha_j|`` fell below this value.
-n_passes : int >= 1, default 1
-    Passes over the data made by ``fit`` (``partial_fit`` always makes one).
-shuffle : bool, default False
-    Whether ``fit`` visits the rows of each pass in a random order.
-random_state : int, RandomState or None, default None
-    Seed of that order (used only with ``shuffle=True``).
+{expansion_parameters}
 """
 
 from __future__ import annotations
@@ -53,27 +33,16 @@ from learners._base import (
     OnlineKernelEstimator,
     RegressionMixin,
 )
-from learners._validation import check_bool, check_choice, check_real
+from learners._docs import EXPANSION_PARAMETERS, FITTED_EXPANSION, KERNEL_PARAMETERS, fill, filled
+from learners._validation import check_bool, check_choice, check_real, store_params
 from learners.steps import REGRESSION_LOSSES
+
+__doc__ = fill(__doc__, kernel_parameters=KERNEL_PARAMETERS, expansion_parameters=EXPANSION_PARAMETERS)
 
 __all__ = ["NORMAClassifier", "NORMARegressor", "NORMAOneClass"]
 
 LEARNING_RATES = ("constant", "invsqrt", "decay")
 CLASSIFICATION_LOSSES = ("hinge", "nu", "perceptron")
-
-_FITTED_DOC = """
-    support_vectors_ : ndarray of shape (n_support_, n_features_in_)
-        Points of the kernel expansion, oldest first.
-    dual_coef_ : ndarray of shape (n_support_,)
-        Their true coefficients ``alpha_j`` in ``f(x) = sum_j alpha_j k(x_j, x) + offset``.
-    n_support_ : int
-        Number of terms (at most ``budget``).
-    n_features_in_ : int
-        Number of features seen in the first call.
-    n_steps_ : int
-        Rows learnt from so far (over all passes and calls).
-    width_ : float
-        Kernel width in force (``width``, or the one ``"scale"`` chose)."""
 
 
 class _NORMABase(OnlineKernelEstimator):
@@ -87,13 +56,8 @@ class _NORMABase(OnlineKernelEstimator):
         tau = check_real("tau", self.tau, low=0.0, low_open=True)
         return {"eta": eta, "lam": lam, "schedule": _stream.schedule_code(self.learning_rate, tau)}
 
-    def _init_state(self, params):
-        pass
 
-    def _publish_state(self, params):
-        self.n_steps_ = int(self._state[_stream.STEPS])
-
-
+@filled(fitted_expansion=FITTED_EXPANSION)
 class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
     """NORMA classification: soft margin, nu-classification, kernel perceptron.
 
@@ -141,31 +105,15 @@ class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
     offset_ : float, or ndarray of shape (n_classes,) for more than two classes
         The offset ``b`` (one per class).
     rho_ : float
-        Margin in force: learnt for ``loss="nu"``, ``margin`` for hinge, 0 for the perceptron.""" + _FITTED_DOC + """
+        Margin in force: learnt for ``loss="nu"``, ``margin`` for hinge, 0 for the perceptron.{fitted_expansion}
     """
 
-    _reuses_f = True
+    _fast_rows = True
 
     def __init__(self, *, loss="hinge", kernel="gaussian", width="scale", degree=3, coef0=1.0, eta=1.0,
                  learning_rate="constant", tau=100.0, lam=0.001, margin=1.0, nu=0.5, fit_intercept=False,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
-        self.loss = loss
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
-        self.eta = eta
-        self.learning_rate = learning_rate
-        self.tau = tau
-        self.lam = lam
-        self.margin = margin
-        self.nu = nu
-        self.fit_intercept = fit_intercept
-        self.budget = budget
-        self.sv_threshold = sv_threshold
-        self.n_passes = n_passes
-        self.shuffle = shuffle
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _check_rule_params(self):
         p = self._check_step_params()
@@ -178,19 +126,14 @@ class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
     def _init_state(self, p):
         self._state[_stream.RHO] = p["margin"] if p["loss"] == "nu" else 0.0
 
-    def _run_stream(self, X, y, p, f_out):
-        kind, width, degree, coef0, lut = self._kernel_args(p)
+    def _stream_call(self, p):
+        step = (*self._expansion_args(), p["eta"], p["schedule"], p["lam"])
+        kernel = (*self._kernel_args(p), p["sv_threshold"])
         if p["loss"] == "nu":
-            _stream.norma_nu_classification_fit_stream(
-                X, y, self._sv, self._coef, self._ring, self._state, p["eta"], p["schedule"], p["lam"], p["nu"],
-                p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out, self._take_given_f())
-        else:
-            perceptron = p["loss"] == "perceptron"
-            margin = 0.0 if perceptron else p["margin"]
-            _stream.norma_classification_fit_stream(
-                X, y, self._sv, self._coef, self._ring, self._state, p["eta"], p["schedule"], p["lam"], margin,
-                not perceptron, p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out,
-                self._take_given_f())
+            return _stream.norma_nu_classification_fit_stream, (*step, p["nu"], p["use_offset"], *kernel)
+        perceptron = p["loss"] == "perceptron"
+        margin = 0.0 if perceptron else p["margin"]
+        return _stream.norma_classification_fit_stream, (*step, margin, not perceptron, p["use_offset"], *kernel)
 
     def _check_ovr_params(self, p):
         super()._check_ovr_params(p)
@@ -206,14 +149,16 @@ class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
                                   p["schedule"], p["lam"], margin, not perceptron, p["use_offset"], kind, width,
                                   degree, coef0, lut, f_out)
 
-    def _publish_state(self, p):
-        super()._publish_state(p)
-        self.offset_ = self._offsets.copy() if self._multiclass() else float(self._state[_stream.OFFSET])
+    def _state_attrs(self, p):
         if p["loss"] == "nu":
-            self.rho_ = float(self._state[_stream.RHO])
+            rho = float(self._state[_stream.RHO])
         else:
-            self.rho_ = 0.0 if p["loss"] == "perceptron" else p["margin"]
+            rho = 0.0 if p["loss"] == "perceptron" else p["margin"]
+        return {"offset_": self._offsets.copy() if self._multiclass() else float(self._state[_stream.OFFSET]),
+                "rho_": rho}
 
+
+@filled(fitted_expansion=FITTED_EXPANSION)
 class NORMARegressor(RegressionMixin, RegressorMixin, _NORMABase):
     """NORMA regression with the losses of Kivinen et al. (eq. 17-21).
 
@@ -248,32 +193,15 @@ class NORMARegressor(RegressionMixin, RegressorMixin, _NORMABase):
     epsilon_ : float
         Tube half-width in force (learnt by ``"nu_epsilon_insensitive"``).
     sigma_ : float
-        Huber threshold in force (learnt by ``"adaptive_huber"``).""" + _FITTED_DOC + """
+        Huber threshold in force (learnt by ``"adaptive_huber"``).{fitted_expansion}
     """
 
-    _reuses_f = True
+    _fast_rows = True
 
     def __init__(self, *, loss="squared", kernel="gaussian", width="scale", degree=3, coef0=1.0, eta=0.1,
                  learning_rate="constant", tau=100.0, lam=0.01, epsilon=0.1, sigma=1.0, nu=0.5, fit_intercept=True,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
-        self.loss = loss
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
-        self.eta = eta
-        self.learning_rate = learning_rate
-        self.tau = tau
-        self.lam = lam
-        self.epsilon = epsilon
-        self.sigma = sigma
-        self.nu = nu
-        self.fit_intercept = fit_intercept
-        self.budget = budget
-        self.sv_threshold = sv_threshold
-        self.n_passes = n_passes
-        self.shuffle = shuffle
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _check_rule_params(self):
         p = self._check_step_params()
@@ -288,18 +216,18 @@ class NORMARegressor(RegressionMixin, RegressorMixin, _NORMABase):
         self._state[_stream.EPSILON] = p["epsilon"]
         self._state[_stream.SIGMA] = p["sigma"]
 
-    def _run_stream(self, X, y, p, f_out):
-        kind, width, degree, coef0, lut = self._kernel_args(p)
-        _stream.norma_regression_fit_stream(
-            X, y, self._sv, self._coef, self._ring, self._state, p["eta"], p["schedule"], p["lam"], p["loss"],
-            p["nu"], p["use_offset"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out, self._take_given_f())
+    def _stream_call(self, p):
+        return _stream.norma_regression_fit_stream, (*self._expansion_args(), p["eta"], p["schedule"], p["lam"],
+                                                     p["loss"], p["nu"], p["use_offset"], *self._kernel_args(p),
+                                                     p["sv_threshold"])
 
-    def _publish_state(self, p):
-        super()._publish_state(p)
-        self.offset_ = float(self._state[_stream.OFFSET])
-        self.epsilon_ = float(self._state[_stream.EPSILON])
-        self.sigma_ = float(self._state[_stream.SIGMA])
+    def _state_attrs(self, p):
+        state = self._state
+        return {"offset_": float(state[_stream.OFFSET]), "epsilon_": float(state[_stream.EPSILON]),
+                "sigma_": float(state[_stream.SIGMA])}
 
+
+@filled(fitted_expansion=FITTED_EXPANSION)
 class NORMAOneClass(OneClassMixin, OutlierMixin, _NORMABase):
     """nu-NORMA novelty detection (Kivinen et al., eq. 16).
 
@@ -326,26 +254,13 @@ class NORMAOneClass(OneClassMixin, OutlierMixin, _NORMABase):
     rho_ : float
         Learnt threshold rho.
     offset_ : float
-        Equal to ``rho_``: ``decision_function = score_samples - offset_``.""" + _FITTED_DOC + """
+        Equal to ``rho_``: ``decision_function = score_samples - offset_``.{fitted_expansion}
     """
 
     def __init__(self, *, kernel="gaussian", width="scale", degree=3, coef0=1.0, eta=0.1, learning_rate="invsqrt",
                  tau=100.0, lam=0.01, nu=0.1, budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False,
                  random_state=None):
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
-        self.eta = eta
-        self.learning_rate = learning_rate
-        self.tau = tau
-        self.lam = lam
-        self.nu = nu
-        self.budget = budget
-        self.sv_threshold = sv_threshold
-        self.n_passes = n_passes
-        self.shuffle = shuffle
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _check_rule_params(self):
         p = self._check_step_params()
@@ -358,7 +273,6 @@ class NORMAOneClass(OneClassMixin, OutlierMixin, _NORMABase):
                                          p["lam"], p["nu"], kind, width, degree, coef0, lut, p["sv_threshold"],
                                          f_out)
 
-    def _publish_state(self, p):
-        super()._publish_state(p)
-        self.rho_ = float(self._state[_stream.RHO])
-        self.offset_ = self.rho_
+    def _state_attrs(self, p):
+        rho = float(self._state[_stream.RHO])
+        return {"rho_": rho, "offset_": rho}

@@ -7,34 +7,13 @@ with ``a`` the clipped stationary point of a one-dimensional dual
 
 Shared parameters (all three estimators)
 ---------------------------------------
-kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default "gaussian"
-    ``exp(-||x-y||^2 / width^2)``, ``exp(-||x-y|| / width)``,
-    ``(<x, y> + coef0) ** degree``, ``<x, y>``.
-width : float > 0 or "scale", default "scale"
-    Kernel length scale ``p``, in the units of the features (Gaussian, Laplacian).
-    ``"scale"`` sets it from the first batch (the first row for ``learn_one``):
-    ``sqrt(n_features * X.var())``, scikit-learn's ``gamma="scale"``; fitted ``width_``.
-degree : int >= 1, default 3
-    Polynomial degree.
-coef0 : float >= 0, default 1.0
-    Polynomial constant term (>= 0 keeps the kernel positive semi-definite).
+{kernel_parameters}
 r : float >= 0
     Forgetting factor: every step divides all old coefficients by ``1 + r``, so a
     term's weight halves after about ``ln 2 / r`` steps (r = 0.001: ~693 steps).
 C : float > 0
     Upper bound of the new term's dual variable (the slack penalty).
-budget : int >= 1 or None, default 512
-    Most kernel terms kept; a full expansion drops its oldest term (a ring buffer).
-    ``None`` keeps every term (memory and prediction time grow with the stream).
-sv_threshold : float >= 0, default 0.0
-    Drop terms whose true coefficient ``|alpha_j|`` fell below this value (OLK
-    Remark 4); 0 keeps them until the budget evicts them.
-n_passes : int >= 1, default 1
-    Passes over the data made by ``fit`` (``partial_fit`` always makes one).
-shuffle : bool, default False
-    Whether ``fit`` visits the rows of each pass in a random order.
-random_state : int, RandomState or None, default None
-    Seed of that order (used only with ``shuffle=True``).
+{expansion_parameters}
 """
 
 from __future__ import annotations
@@ -50,35 +29,17 @@ from learners._base import (
     OnlineKernelEstimator,
     RegressionMixin,
 )
-from learners._validation import check_choice, check_real
+from learners._docs import EXPANSION_PARAMETERS, FITTED_EXPANSION, KERNEL_PARAMETERS, fill, filled
+from learners._validation import check_choice, check_real, store_params
 from learners.steps import RHO_RULES
+
+__doc__ = fill(__doc__, kernel_parameters=KERNEL_PARAMETERS, expansion_parameters=EXPANSION_PARAMETERS)
 
 __all__ = ["OLKClassifier", "OLKRegressor", "OLKOneClass"]
 
-_FITTED_DOC = """
-    support_vectors_ : ndarray of shape (n_support_, n_features_in_)
-        Points of the kernel expansion, oldest first.
-    dual_coef_ : ndarray of shape (n_support_,)
-        Their true coefficients ``alpha_j`` in ``f(x) = sum_j alpha_j k(x_j, x)``.
-    n_support_ : int
-        Number of terms (at most ``budget``).
-    n_features_in_ : int
-        Number of features seen in the first call.
-    n_steps_ : int
-        Rows learnt from so far (over all passes and calls).
-    width_ : float
-        Kernel width in force (``width``, or the one ``"scale"`` chose)."""
 
-
-class _OLKBase(OnlineKernelEstimator):
-    def _publish_state(self, params):
-        self.n_steps_ = int(self._state[_stream.STEPS])
-
-    def _init_state(self, params):
-        pass
-
-
-class OLKClassifier(MulticlassClassifierMixin, ClassifierMixin, _OLKBase):
+@filled(fitted_expansion=FITTED_EXPANSION)
+class OLKClassifier(MulticlassClassifierMixin, ClassifierMixin, OnlineKernelEstimator):
     """OLK_C: online kernel classification (Li et al. 2013, eq. 30-33), any number of classes.
 
     Per row ``(x, y)``, ``y`` mapped to -1/+1: ``a = clip((1 + r - y f_t(x)) / k(x, x), 0, C)``,
@@ -101,7 +62,7 @@ class OLKClassifier(MulticlassClassifierMixin, ClassifierMixin, _OLKBase):
     classes_ : ndarray of shape (n_classes,)
         The labels; with two, ``classes_[1]`` is the positive class (``f > 0``).
     offset_ : float, or ndarray of shape (n_classes,) for more than two classes
-        Constant term of ``f``: always 0 (OLK has no offset).""" + _FITTED_DOC + """
+        Constant term of ``f``: always 0 (OLK has no offset).{fitted_expansion}
 
     Examples
     --------
@@ -113,41 +74,30 @@ class OLKClassifier(MulticlassClassifierMixin, ClassifierMixin, _OLKBase):
     [0, 1]
     """
 
-    _reuses_f = True
+    _fast_rows = True
 
     def __init__(self, *, kernel="gaussian", width="scale", degree=3, coef0=1.0, C=2.0, r=0.001,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
-        self.C = C
-        self.r = r
-        self.budget = budget
-        self.sv_threshold = sv_threshold
-        self.n_passes = n_passes
-        self.shuffle = shuffle
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _check_rule_params(self):
         return {"C": check_real("C", self.C, low=0.0, low_open=True), "r": check_real("r", self.r, low=0.0)}
 
-    def _run_stream(self, X, y, p, f_out):
-        kind, width, degree, coef0, lut = self._kernel_args(p)
-        _stream.olk_c_fit_stream(X, y, self._sv, self._coef, self._ring, self._state, p["r"], p["C"], kind, width,
-                                 degree, coef0, lut, p["sv_threshold"], f_out, self._take_given_f())
+    def _stream_call(self, p):
+        return _stream.olk_c_fit_stream, (*self._expansion_args(), p["r"], p["C"], *self._kernel_args(p),
+                                          p["sv_threshold"])
 
     def _run_ovr_stream(self, X, y, p, f_out):
         kind, width, degree, coef0, lut = self._kernel_args(p)
         _ovr.olk_c_ovr_fit_stream(X, y, self._sv, self._coef, self._ring, self._state, self._offsets, p["r"],
                                   p["C"], kind, width, degree, coef0, lut, f_out)
 
-    def _publish_state(self, params):
-        super()._publish_state(params)
-        self.offset_ = self._offsets.copy() if self._multiclass() else 0.0
+    def _state_attrs(self, params):
+        return {"offset_": self._offsets.copy() if self._multiclass() else 0.0}
 
 
-class OLKRegressor(RegressionMixin, RegressorMixin, _OLKBase):
+@filled(fitted_expansion=FITTED_EXPANSION)
+class OLKRegressor(RegressionMixin, RegressorMixin, OnlineKernelEstimator):
     """OLK_R: online kernel regression with an epsilon-insensitive tube (Li et al. 2013, eq. 43-52).
 
     Per row: ``a = min(C, ((1 + r)(y - eps) - f_t(x)) / k(x, x))`` when positive, else
@@ -169,40 +119,29 @@ class OLKRegressor(RegressionMixin, RegressorMixin, _OLKBase):
     Attributes
     ----------
     offset_ : float
-        Constant term of ``f``: always 0.""" + _FITTED_DOC + """
+        Constant term of ``f``: always 0.{fitted_expansion}
     """
 
-    _reuses_f = True
+    _fast_rows = True
 
     def __init__(self, *, kernel="gaussian", width="scale", degree=3, coef0=1.0, C=1.0, r=0.001, epsilon=0.1,
                  budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False, random_state=None):
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
-        self.C = C
-        self.r = r
-        self.epsilon = epsilon
-        self.budget = budget
-        self.sv_threshold = sv_threshold
-        self.n_passes = n_passes
-        self.shuffle = shuffle
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _check_rule_params(self):
         return {"C": check_real("C", self.C, low=0.0, low_open=True), "r": check_real("r", self.r, low=0.0),
                 "epsilon": check_real("epsilon", self.epsilon, low=0.0)}
 
-    def _run_stream(self, X, y, p, f_out):
-        kind, width, degree, coef0, lut = self._kernel_args(p)
-        _stream.olk_r_fit_stream(X, y, self._sv, self._coef, self._ring, self._state, p["r"], p["C"], p["epsilon"],
-                                 kind, width, degree, coef0, lut, p["sv_threshold"], f_out, self._take_given_f())
+    def _stream_call(self, p):
+        return _stream.olk_r_fit_stream, (*self._expansion_args(), p["r"], p["C"], p["epsilon"],
+                                          *self._kernel_args(p), p["sv_threshold"])
 
-    def _publish_state(self, params):
-        super()._publish_state(params)
-        self.offset_ = 0.0
+    def _state_attrs(self, params):
+        return {"offset_": 0.0}
 
-class OLKOneClass(OneClassMixin, OutlierMixin, _OLKBase):
+
+@filled(fitted_expansion=FITTED_EXPANSION)
+class OLKOneClass(OneClassMixin, OutlierMixin, OnlineKernelEstimator):
     """OLK_N: online novelty detection (Li et al. 2013, eq. 55-69).
 
     Per row: ``a = clip((1 + r - f_t(x)) / k(x, x), nu, C)``, old coefficients divided
@@ -236,25 +175,13 @@ class OLKOneClass(OneClassMixin, OutlierMixin, _OLKBase):
     rho_ : float
         Current rho (>= 0).
     offset_ : float
-        ``1 + rho_``: ``decision_function = score_samples - offset_``.""" + _FITTED_DOC + """
+        ``1 + rho_``: ``decision_function = score_samples - offset_``.{fitted_expansion}
     """
 
     def __init__(self, *, kernel="gaussian", width=1.0, degree=3, coef0=1.0, C=0.2, nu=0.1, r=0.001,
                  rho_rule="paper", budget=DEFAULT_BUDGET, sv_threshold=0.0, n_passes=1, shuffle=False,
                  random_state=None):
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
-        self.C = C
-        self.nu = nu
-        self.r = r
-        self.rho_rule = rho_rule
-        self.budget = budget
-        self.sv_threshold = sv_threshold
-        self.n_passes = n_passes
-        self.shuffle = shuffle
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _check_rule_params(self):
         nu = check_real("nu", self.nu, low=0.0, high=1.0, low_open=True)
@@ -270,7 +197,6 @@ class OLKOneClass(OneClassMixin, OutlierMixin, _OLKBase):
         _stream.olk_n_fit_stream(X, self._sv, self._coef, self._ring, self._state, p["r"], p["nu"], p["C"],
                                  p["rho_rule"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out, a_out)
 
-    def _publish_state(self, params):
-        super()._publish_state(params)
-        self.rho_ = float(self._state[_stream.RHO])
-        self.offset_ = 1.0 + self.rho_
+    def _state_attrs(self, params):
+        rho = float(self._state[_stream.RHO])
+        return {"rho_": rho, "offset_": 1.0 + rho}

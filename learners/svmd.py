@@ -59,7 +59,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from learners import svmd_steps as S
 from learners._base import DEFAULT_BUDGET, OneClassMixin, OnlineKernelEstimator, StreamClassifierMixin, validate_data
-from learners._validation import check_bool, check_choice, check_real
+from learners._docs import LEARN_ROWS, doc, filled
+from learners._validation import check_bool, check_choice, check_real, store_params
 from learners.taxonomy import Taxonomy
 
 __all__ = ["SVMDClassifier", "SVMDOneClass"]
@@ -92,6 +93,9 @@ class _SVMDBase(OnlineKernelEstimator):
     sv_threshold = 0.0
 
     _loss_code = S.NOVELTY
+
+    # an unbounded expansion grows these (and never wraps: start stays 0)
+    _slot_arrays = ("_sv", "_alpha", "_beta")
 
     def _check_smd_params(self):
         eta0 = check_real("eta0", self.eta0, low=0.0, low_open=True)
@@ -130,25 +134,6 @@ class _SVMDBase(OnlineKernelEstimator):
             self._delta = np.zeros((K, K))
         if params["store_eta_trace"]:
             self.eta_trace_ = np.zeros(0)
-
-    def _ensure_capacity(self, n_new, params):
-        if params["budget"] is not None:
-            return
-        capacity = self._alpha.shape[0]
-        count = int(self._ring[1])
-        if count + n_new <= capacity:
-            return
-        new_capacity = max(count + n_new, 2 * capacity)
-        # an unbounded expansion never wraps (start stays 0)
-        for name in ("_sv", "_alpha", "_beta"):
-            old = getattr(self, name)
-            new = np.zeros((new_capacity, old.shape[1]), dtype=np.float64)
-            new[:count] = old[:count]
-            setattr(self, name, new)
-
-    def _order(self):
-        capacity = self._alpha.shape[0]
-        return (int(self._ring[0]) + np.arange(int(self._ring[1]))) % capacity
 
     @property
     def dual_coef_(self):
@@ -214,6 +199,7 @@ class _SVMDBase(OnlineKernelEstimator):
         return self._raw_rows(X)
 
 
+@filled(fitted=_FITTED_DOC)
 class SVMDClassifier(StreamClassifierMixin, ClassifierMixin, _SVMDBase):
     """Online SVM classification with SMD step sizes: binary or multiclass from the labels.
 
@@ -242,7 +228,7 @@ class SVMDClassifier(StreamClassifierMixin, ClassifierMixin, _SVMDBase):
     offset_ : float or ndarray of shape (n_classes,)
         The offset ``b`` (a float for a binary problem).
     dual_coef_ : ndarray of shape (n_support_, 1 or n_classes)
-        The coefficients of ``f`` per term (one column for a binary problem).""" + _FITTED_DOC + """
+        The coefficients of ``f`` per term (one column for a binary problem).{fitted}
 
     Examples
     --------
@@ -257,24 +243,7 @@ class SVMDClassifier(StreamClassifierMixin, ClassifierMixin, _SVMDBase):
     def __init__(self, *, loss="hinge", taxonomy=None, kernel="gaussian", width=1.0, degree=3, coef0=1.0, eta0=1.0,
                  mu=0.1, decay=0.95, lam=0.01, nu=None, fit_intercept=True, tau=None, budget=DEFAULT_BUDGET,
                  store_eta_trace=False, n_passes=1, shuffle=False, random_state=None):
-        self.loss = loss
-        self.taxonomy = taxonomy
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
-        self.eta0 = eta0
-        self.mu = mu
-        self.decay = decay
-        self.lam = lam
-        self.nu = nu
-        self.fit_intercept = fit_intercept
-        self.tau = tau
-        self.budget = budget
-        self.store_eta_trace = store_eta_trace
-        self.n_passes = n_passes
-        self.shuffle = shuffle
-        self.random_state = random_state
+        store_params(self, locals())
 
     _native_multiclass = True
 
@@ -382,6 +351,7 @@ class SVMDClassifier(StreamClassifierMixin, ClassifierMixin, _SVMDBase):
         return float(f) if self._binary else f
 
 
+@filled(fitted=_FITTED_DOC)
 class SVMDOneClass(OneClassMixin, OutlierMixin, _SVMDBase):
     """Novelty detection with SMD step sizes (Table 1: ``max(0, margin - f(x))``).
 
@@ -401,7 +371,7 @@ class SVMDOneClass(OneClassMixin, OutlierMixin, _SVMDBase):
     offset_ : float
         ``margin_ - b``: ``decision_function = score_samples - offset_``.
     dual_coef_ : ndarray of shape (n_support_, 1)
-        The coefficients of ``f``.""" + _FITTED_DOC + """
+        The coefficients of ``f``.{fitted}
     """
 
     _loss_code = S.NOVELTY
@@ -409,22 +379,7 @@ class SVMDOneClass(OneClassMixin, OutlierMixin, _SVMDBase):
     def __init__(self, *, kernel="gaussian", width=1.0, degree=3, coef0=1.0, eta0=1.0, mu=0.1, decay=0.95,
                  lam=0.01, nu=None, fit_intercept=False, tau=None, budget=DEFAULT_BUDGET, store_eta_trace=False,
                  n_passes=1, shuffle=False, random_state=None):
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
-        self.eta0 = eta0
-        self.mu = mu
-        self.decay = decay
-        self.lam = lam
-        self.nu = nu
-        self.fit_intercept = fit_intercept
-        self.tau = tau
-        self.budget = budget
-        self.store_eta_trace = store_eta_trace
-        self.n_passes = n_passes
-        self.shuffle = shuffle
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _check_rule_params(self):
         p = self._check_smd_params()
@@ -438,18 +393,10 @@ class SVMDOneClass(OneClassMixin, OutlierMixin, _SVMDBase):
     def _raw_decision(self, X):
         return self._raw_values(X)[:, 0]
 
+    @doc(LEARN_ROWS, summary="``partial_fit`` that also returns ``decision_function`` on each row *before* "
+         "learning from it.", returns="margin : ndarray of shape (n_samples,)\n            ``f_t(x_t) + b_t - "
+         "margin_t``: negative for the rows flagged as novelties online.")
     def learn_stream(self, X):
-        """``partial_fit`` that also returns ``decision_function`` on each row *before* learning from it.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        margin : ndarray of shape (n_samples,)
-            ``f_t(x_t) + b_t - margin_t``: negative for the rows flagged as novelties online.
-        """
         params = self._check_params()
         first = not hasattr(self, "_state")
         X, _ = self._validate_X(X, None, reset=first)

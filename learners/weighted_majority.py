@@ -19,7 +19,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from learners._validation import check_bool, check_real
+from learners._validation import check_bool, check_real, store_params
 from learners.hedge import hedge_fit_stream
 
 __all__ = ["WeightedMajority"]
@@ -64,10 +64,7 @@ class WeightedMajority(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, experts="precomputed", eta=0.5, *, randomized=True, random_state=None):
-        self.experts = experts
-        self.eta = eta
-        self.randomized = randomized
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _expert_predictions(self, X):
         if isinstance(self.experts, str):

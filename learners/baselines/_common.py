@@ -71,6 +71,22 @@ def check_Xy(est, X, y, reset, *, classifier):
     return X, y
 
 
+def grow_gram_inverse(gram_inv, a, delta):
+    """The inverse Gram matrix of a dictionary after adding one point, by the block inverse.
+
+    ``gram_inv`` is ``K^-1`` (m, m); the new point ``x`` has ``a = K^-1 k(x)`` and
+    ``delta = k(x, x) - k(x) . a > 0`` (its squared distance to the span). Returns the
+    (m + 1, m + 1) inverse (Engel et al.'s KRLS, Orabona et al.'s Projectron).
+    """
+    m = gram_inv.shape[0]
+    inv = np.empty((m + 1, m + 1))
+    inv[:m, :m] = gram_inv + np.outer(a, a) / delta
+    inv[:m, m] = -a / delta
+    inv[m, :m] = -a / delta
+    inv[m, m] = 1.0 / delta
+    return inv
+
+
 class GrowingExpansion:
     """``f(x) = sum_j coef[j] k(sv[j], x)`` over a list that grows by doubling.
 

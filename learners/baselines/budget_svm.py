@@ -19,7 +19,7 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 
 from learners._base import DEFAULT_BUDGET, BinaryDecisionMixin
-from learners._validation import check_int, check_real
+from learners._validation import check_int, check_real, store_params
 from learners.baselines._common import OnlineBinaryBaseline
 
 
@@ -58,12 +58,7 @@ class BudgetOnlineSVM(BinaryDecisionMixin, ClassifierMixin, OnlineBinaryBaseline
     _state = OnlineBinaryBaseline._state + ("margins_", "n_removed_")
 
     def __init__(self, *, beta=1.0, budget=DEFAULT_BUDGET, kernel="gaussian", width="scale", degree=3.0, coef0=1.0):
-        self.beta = beta
-        self.budget = budget
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
+        store_params(self, locals())
 
     def _validate_params(self):
         check_real("beta", self.beta, low=0.0)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from sklearn.base import ClassifierMixin, RegressorMixin
 
 from learners._base import BinaryDecisionMixin
-from learners._validation import check_real
+from learners._validation import check_real, store_params
 from learners.baselines._common import OnlineBinaryBaseline, OnlineRegressionBaseline
 
 
@@ -50,11 +50,7 @@ class KernelPerceptron(BinaryDecisionMixin, ClassifierMixin, OnlineBinaryBaselin
     """
 
     def __init__(self, *, kernel="gaussian", width="scale", degree=3.0, coef0=1.0, eta=1.0):
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
-        self.eta = eta
+        store_params(self, locals())
 
     def _validate_params(self):
         check_real("eta", self.eta, low=0.0, low_open=True)
@@ -96,11 +92,7 @@ class KernelPerceptronRegressor(RegressorMixin, OnlineRegressionBaseline):
     """
 
     def __init__(self, *, kernel="gaussian", width="scale", degree=3.0, coef0=1.0, eta=0.5):
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
-        self.eta = eta
+        store_params(self, locals())
 
     def _validate_params(self):
         check_real("eta", self.eta, low=0.0, low_open=True)

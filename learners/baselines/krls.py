@@ -24,8 +24,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import RegressorMixin
 
-from learners._validation import check_real
-from learners.baselines._common import OnlineRegressionBaseline
+from learners._validation import check_real, store_params
+from learners.baselines._common import OnlineRegressionBaseline, grow_gram_inverse
 
 
 class KRLS(RegressorMixin, OnlineRegressionBaseline):
@@ -59,11 +59,7 @@ class KRLS(RegressorMixin, OnlineRegressionBaseline):
     _state = OnlineRegressionBaseline._state + ("gram_inv_", "projection_", "dictionary_sizes_")
 
     def __init__(self, *, nu=0.001, kernel="gaussian", width="scale", degree=3.0, coef0=1.0):
-        self.nu = nu
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
+        store_params(self, locals())
 
     def _validate_params(self):
         check_real("nu", self.nu, low=0.0)
@@ -89,12 +85,7 @@ class KRLS(RegressorMixin, OnlineRegressionBaseline):
                 if delta <= 0.0:  # only for a degenerate first input, k(x, x) = 0
                     self.dictionary_sizes_.append(m)
                     continue
-                inv = np.empty((m + 1, m + 1))
-                inv[:m, :m] = self.gram_inv_ + np.outer(a, a) / delta
-                inv[:m, m] = -a / delta
-                inv[m, :m] = -a / delta
-                inv[m, m] = 1.0 / delta
-                self.gram_inv_ = inv
+                self.gram_inv_ = grow_gram_inverse(self.gram_inv_, a, delta)
                 P = np.zeros((m + 1, m + 1))
                 P[:m, :m] = self.projection_
                 P[m, m] = 1.0

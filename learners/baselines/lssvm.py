@@ -18,7 +18,7 @@ import scipy.linalg
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from learners._validation import check_real
+from learners._validation import check_real, store_params
 from learners.baselines._common import check_kernel, check_X, check_Xy, resolve_width
 from learners.kernels import gram
 
@@ -48,11 +48,7 @@ class LSSVM(RegressorMixin, BaseEstimator):
     """
 
     def __init__(self, *, C=10.0, kernel="gaussian", width="scale", degree=3.0, coef0=1.0):
-        self.C = C
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
+        store_params(self, locals())
 
     def _gram(self, X, Y):
         return gram(X, Y, self.kernel, self.width_, self.degree, self.coef0)

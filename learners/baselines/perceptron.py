@@ -15,7 +15,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from learners._base import BinaryDecisionMixin
-from learners._validation import check_real
+from learners._validation import check_real, store_params
 from learners.baselines._common import BinaryLabels, check_X, check_Xy
 
 
@@ -49,9 +49,7 @@ class Perceptron(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, *, eta0=1.0, decay=None, fit_intercept=True):
-        self.eta0 = eta0
-        self.decay = decay
-        self.fit_intercept = fit_intercept
+        store_params(self, locals())
 
     def _validate_params(self):
         check_real("eta0", self.eta0, low=0.0, low_open=True)

@@ -18,8 +18,8 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 
 from learners._base import BinaryDecisionMixin
-from learners._validation import check_real
-from learners.baselines._common import OnlineBinaryBaseline
+from learners._validation import check_real, store_params
+from learners.baselines._common import OnlineBinaryBaseline, grow_gram_inverse
 
 
 class Projectron(BinaryDecisionMixin, ClassifierMixin, OnlineBinaryBaseline):
@@ -56,11 +56,7 @@ class Projectron(BinaryDecisionMixin, ClassifierMixin, OnlineBinaryBaseline):
     _state = OnlineBinaryBaseline._state + ("gram_inv_", "n_projections_")
 
     def __init__(self, *, eta=0.5, kernel="gaussian", width="scale", degree=3.0, coef0=1.0):
-        self.eta = eta
-        self.kernel = kernel
-        self.width = width
-        self.degree = degree
-        self.coef0 = coef0
+        store_params(self, locals())
 
     def _validate_params(self):
         check_real("eta", self.eta, low=0.0)
@@ -92,12 +88,6 @@ class Projectron(BinaryDecisionMixin, ClassifierMixin, OnlineBinaryBaseline):
                     ex.coef[: ex.n] += yt * d
                     self.n_projections_ += 1
                 continue
-            m = ex.n
-            inv = np.empty((m + 1, m + 1))
-            inv[:m, :m] = self.gram_inv_ + np.outer(d, d) / delta2
-            inv[:m, m] = -d / delta2
-            inv[m, :m] = -d / delta2
-            inv[m, m] = 1.0 / delta2
-            self.gram_inv_ = inv
+            self.gram_inv_ = grow_gram_inverse(self.gram_inv_, d, delta2)
             ex.append(x, yt)
         return self

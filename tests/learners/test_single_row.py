@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 from sklearn.exceptions import NotFittedError
@@ -55,6 +57,107 @@ def test_predict_one_then_learn_one_reuses_f_and_learns_exactly_the_same(cls):
     tested.learn_one(X[1], target[1])
     plain.learn_one(X[1], target[1])
     np.testing.assert_array_equal(tested.dual_coef_, plain.dual_coef_)
+
+
+@pytest.mark.parametrize("cls", [OLKClassifier, NORMAClassifier, OLKRegressor, NORMARegressor])
+def test_a_remembered_prediction_is_used_only_for_the_same_row_on_the_same_model(cls):
+    from learners import _stream
+
+    X, y, t = _data(5, n=80)
+    target = y if "Classifier" in cls.__name__ else t
+    kw = dict(width=0.8, budget=30) if cls is not NORMAClassifier else dict(width=0.8, budget=30, loss="nu")
+    plain, tested = cls(**kw), cls(**kw)
+    for i in range(40):
+        plain.learn_one(X[i], target[i])
+        tested.learn_one(X[i], target[i])
+    memo = tested._plan().memo
+    # the prediction is remembered and taken by the next learn_one of the same values (another array)
+    tested.predict_one(X[40])
+    assert memo[0] == tested._state[_stream.STEPS]
+    score = tested.learn_one(X[40].copy(), target[40], return_score=True)
+    assert score == plain.learn_one(X[40], target[40], return_score=True)
+    assert memo[0] == -1.0  # taken, and forgotten
+
+    def poisoned_predict(row):  # a remembered f the stream loop must not take: it would show in the score
+        tested.predict_one(row)
+        memo[1] = 1e6
+
+    # a different row in between: computed afresh
+    poisoned_predict(X[41])
+    assert tested.learn_one(X[42], target[42], return_score=True) == plain.learn_one(X[42], target[42],
+                                                                                      return_score=True)
+    # an update in between (partial_fit, learn_one of another row): the remembered f is stale, not used
+    poisoned_predict(X[43])
+    tested.partial_fit(X[44:45], target[44:45])
+    plain.partial_fit(X[44:45], target[44:45])
+    assert tested.learn_one(X[43], target[43], return_score=True) == plain.learn_one(X[43], target[43],
+                                                                                      return_score=True)
+    poisoned_predict(X[45])
+    tested.learn_one(X[46], target[46])
+    plain.learn_one(X[46], target[46])
+    assert tested.learn_one(X[45], target[45], return_score=True) == plain.learn_one(X[45], target[45],
+                                                                                      return_score=True)
+    # and it is taken when nothing changed (the poisoned value shows)
+    poisoned_predict(X[46])
+    probe, offset = copy.deepcopy(tested), tested.offset_
+    assert tested.learn_one(X[46], target[46], return_score=True) == 1e6 + offset
+    tested = probe
+    # a parameter set in between drops the plan and what it remembered
+    tested.predict_one(X[47])
+    tested.set_params(r=0.01) if "OLK" in cls.__name__ else tested.set_params(eta=0.05)
+    plain.set_params(**tested.get_params())
+    assert tested._plan().memo[0] == -1.0
+    tested.learn_one(X[47], target[47])
+    plain.learn_one(X[47], target[47])
+    # dict rows share the plan's buffer: still exact
+    names = ("a", "b", "c")
+    for row, label in zip(_dicts(X[48:60], names), target[48:60]):
+        tested.predict_one(row)
+        tested.learn_one(row, label)
+        plain.learn_one(row, label)
+    np.testing.assert_array_equal(tested.dual_coef_, plain.dual_coef_)
+    np.testing.assert_array_equal(tested._state, plain._state)
+
+
+def test_a_dict_changed_between_predict_one_and_learn_one_is_learnt_as_it_is_then():
+    X, _, t = _data(7, n=40)
+    tested, plain = OLKRegressor(width=1.0), OLKRegressor(width=1.0)
+    for row, target in zip(_dicts(X), t):
+        tested.learn_one(row, target)
+        plain.learn_one(dict(row), target)
+    x = _dicts(X[:1])[0]
+    tested.predict_one(x)
+    x["a"] += 0.5
+    tested.learn_one(x, 1.0)
+    plain.learn_one(dict(x), 1.0)
+    np.testing.assert_array_equal(tested.support_vectors_, plain.support_vectors_)
+    np.testing.assert_array_equal(tested.dual_coef_, plain.dual_coef_)
+
+
+def test_rows_off_the_fast_path_are_learnt_alike_and_checked():
+    X, y, _ = _data(6, n=60)
+    fast, slow = OLKClassifier(width=1.0), OLKClassifier(width=1.0)
+    for i in range(30):
+        fast.learn_one(X[i], y[i])
+        slow.learn_one(X[i], y[i])
+    F = np.asfortranarray(X)
+    for i in range(30, 60):
+        # a strided view, big-endian, a list: the full path, same result
+        other = [F[i], X[i].astype(">f8"), X[i].tolist()][i % 3]
+        assert fast.predict_one(other) == slow.predict_one(X[i])
+        fast.learn_one(other, y[i])
+        slow.learn_one(X[i], y[i])
+    np.testing.assert_array_equal(fast.dual_coef_, slow.dual_coef_)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        fast.learn_one(np.array([1.0, np.inf, 0.0]), y[0])
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        fast.score_one(np.array([1.0, np.nan, 0.0]))
+    np.testing.assert_array_equal(fast.dual_coef_, slow.dual_coef_)
+    # an unbounded expansion grows on the full path and keeps learning on the fast one
+    grow = OLKRegressor(width=1.0, budget=None)
+    for i in range(200):
+        grow.learn_one(np.tile(X[i % 60], 1) + i * 1e-3, float(i % 7))
+    assert grow.n_support_ > 64
 
 
 @pytest.mark.parametrize("cls,kind", [(OLKClassifier, "cls"), (NORMAClassifier, "cls"), (OLKRegressor, "reg"),
