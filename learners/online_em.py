@@ -322,6 +322,309 @@ def gaussian_m_step_all(s0, s1, s2, spherical, reg, mu, ivar, nrm):
 
 
 # ----------------------------------------------------------------------------
+# Gaussian, diagonal and spherical: the same step for a batch of independent mixtures
+# ----------------------------------------------------------------------------
+#
+# The per-pixel subtractor runs one mixture per pixel. Its state is laid out
+# component-major with the pixels last (``s0`` (K, n), ``s1`` (K, D, n), ...), and
+# the step below moves n mixtures at once, one sample each, in passes whose
+# innermost loop runs over the n mixtures: contiguous, branch-free (selects), so
+# the compiler turns it into SIMD instructions (8 float32 lanes with AVX2),
+# divisions and square roots included. It is :func:`gaussian_step` column by
+# column -- the same formulas and decisions (TAIL, the one-close-component case,
+# birth of the lightest component, caches recomputed only for the components
+# that took responsibility); the tests check it against the plain transcription
+# and against :func:`gaussian_step`. Its arithmetic is done in the state's dtype
+# (float32 in the subtractor, float64 in the tests): every constant comes in
+# ``par`` (:func:`batch_constants`), already of that dtype.
+
+# _keep_note: every loop loads its operands before any conditional expression, and
+# an element that keeps its value is written back as ``old * one`` (``one`` = 1 from
+# ``par``, unknown to the compiler): written as ``old`` the compiler turns
+# ``a[j] = new if c else a[j]`` into a conditional (masked) store, and a load inside a
+# conditional expression into a masked load -- both slow (AVX2 ``vmaskmovps`` stores
+# take about ten times a plain store on AMD Zen). ``old * 1`` is ``old``, bit for bit.
+
+#: Indices into ``par`` (:func:`batch_constants`).
+P_ETA, P_KEEP, P_REG, P_BIRTH, P_VINIT, P_EMPTY, P_FAR, P_TAIL, P_HALF, P_INVD, P_ZERO, P_ONE = range(12)
+#: Length of ``par``; rows of the batched steps' ``work`` array.
+N_PAR = 12
+N_WORK = 5
+
+
+@njit(cache=True)
+def batch_constants(eta, reg, birth_d2, var_init, D, par):
+    """Fill ``par`` (:data:`N_PAR`,), of the state's dtype, with the batched steps' constants.
+
+    ``FAR`` becomes ``1e38`` in float32 (``1e300`` would overflow to inf).
+    """
+    par[P_ETA] = eta
+    par[P_KEEP] = 1.0 - eta
+    par[P_REG] = reg
+    par[P_BIRTH] = birth_d2
+    par[P_VINIT] = var_init
+    par[P_EMPTY] = EMPTY
+    par[P_FAR] = FAR
+    if par[P_FAR] > 1e300 * 10.0:  # inf: float32
+        par[P_FAR] = 1e38
+    par[P_TAIL] = TAIL
+    par[P_HALF] = 0.5
+    par[P_INVD] = 1.0 / D
+    par[P_ZERO] = 0.0
+    par[P_ONE] = 1.0
+
+
+@njit(cache=True, fastmath=_FAST, error_model="numpy")
+def gaussian_e_batch(x, s0, mu, ivar, nrm, spherical, par, d2, resp, work):
+    """E step of ``n`` mixtures, one sample each (:func:`_gaussian_e` column by column).
+
+    Parameters
+    ----------
+    x : (D, n) array of the state's dtype
+        Sample ``j`` is ``x[:, j]``.
+    s0 : (K, n); mu : (K, D, n); ivar : (K, D, n) diag or (K, 1, n) spherical; nrm : (K, n)
+        Mixture ``j``'s statistic ``s0`` and M-step caches (see :func:`gaussian_step`).
+    spherical : bool
+    par : (N_PAR,) array
+        :func:`batch_constants`.
+    d2, resp : (K, n) arrays
+        Output: squared Mahalanobis distances (``FAR`` for empty components) and responsibilities.
+    work : (N_WORK, n) array
+        Output: ``work[0]`` the smallest distance, ``work[1]`` the index of the lightest
+        component (as a float; the one :func:`gaussian_update_batch` restarts on birth);
+        rows 2-4 are scratch.
+    """
+    K = s0.shape[0]
+    D = x.shape[0]
+    n = x.shape[1]
+    zero = par[P_ZERO]
+    one = par[P_ONE]
+    far = par[P_FAR]
+    empty = par[P_EMPTY]
+    tail = par[P_TAIL]
+    half = par[P_HALF]
+    dmin = work[0]
+    light = work[1]
+    lw = work[2]
+    ncl = work[3]
+    dens = work[4]
+    for k in range(K):
+        dk = d2[k]
+        for j in range(n):
+            dk[j] = zero
+        for c in range(D):
+            xc = x[c]
+            mc = mu[k, c]
+            if spherical:
+                for j in range(n):
+                    diff = xc[j] - mc[j]
+                    dk[j] += diff * diff
+            else:
+                ic = ivar[k, c]
+                for j in range(n):
+                    diff = xc[j] - mc[j]
+                    dk[j] += diff * diff * ic[j]
+        sk = s0[k]
+        if spherical:
+            ik = ivar[k, 0]
+            for j in range(n):
+                q = dk[j] * ik[j]
+                dk[j] = far if sk[j] <= empty else q
+        else:
+            for j in range(n):
+                q = dk[j] * one  # see _keep_note
+                dk[j] = far if sk[j] <= empty else q
+    # nearest distance, lightest component (first on ties), components within TAIL
+    for j in range(n):
+        dmin[j] = d2[0, j]
+        light[j] = zero
+        lw[j] = s0[0, j]
+        ncl[j] = zero
+        dens[j] = zero
+    kf = zero
+    for k in range(1, K):
+        kf += one
+        dk = d2[k]
+        sk = s0[k]
+        for j in range(n):
+            dj = dk[j]
+            dm = dmin[j]
+            sj = sk[j]
+            lwj = lw[j]
+            lj = light[j]
+            dmin[j] = dj if dj < dm else dm * one  # see _keep_note
+            lighter = sj < lwj
+            light[j] = kf if lighter else lj * one
+            lw[j] = sj if lighter else lwj * one
+    for k in range(K):
+        dk = d2[k]
+        sk = s0[k]
+        nk = nrm[k]
+        rk = resp[k]
+        for j in range(n):
+            dj = dk[j]
+            r = sk[j] * math.sqrt(nk[j])
+            close = (dj < far) & (dj - dmin[j] < tail)
+            ncl[j] += one if close else zero
+            rk[j] = r if close else zero
+    # several within TAIL: the exponentials (scalar; the common case has one component close)
+    for j in range(n):
+        if ncl[j] > one:
+            for k in range(K):
+                gap = d2[k, j] - dmin[j]
+                if gap > zero and resp[k, j] > zero:
+                    resp[k, j] *= math.exp(-half * gap)
+    for k in range(K):
+        rk = resp[k]
+        for j in range(n):
+            dens[j] += rk[j]
+    for j in range(n):
+        dj = dens[j]
+        dens[j] = one / dj if dj > zero else one
+    for k in range(K):
+        rk = resp[k]
+        dk = d2[k]
+        for j in range(n):
+            # alone within TAIL: responsibility exactly 1 (no division), as _gaussian_e
+            alone = one if dk[j] == dmin[j] else zero
+            shared = rk[j] * dens[j]
+            rk[j] = alone if ncl[j] == one else shared
+
+
+@njit(cache=True, fastmath=_FAST, error_model="numpy")
+def gaussian_update_batch(x, s0, s1, s2, spherical, par, mu, ivar, nrm, resp, work):
+    """Update and M step of ``n`` mixtures after :func:`gaussian_e_batch` (``resp``, ``work[0:2]``).
+
+    Mixture ``j`` restarts its lightest component (``work[1, j]``) at ``x[:, j]`` when
+    ``work[0, j] > par[P_BIRTH]`` (:func:`gaussian_birth`), else takes the stochastic E
+    step with ``resp[:, j]`` (:func:`_gaussian_update`); the caches of the components
+    that took responsibility (or were born) are recomputed (:func:`gaussian_m_step`).
+    ``resp`` and ``work[2:]`` are overwritten.
+    """
+    K = s0.shape[0]
+    D = x.shape[0]
+    n = x.shape[1]
+    zero = par[P_ZERO]
+    one = par[P_ONE]
+    eta = par[P_ETA]
+    keep = par[P_KEEP]
+    reg = par[P_REG]
+    birth = par[P_BIRTH]
+    vinit = par[P_VINIT]
+    empty = par[P_EMPTY]
+    invd = par[P_INVD]
+    dmin = work[0]
+    light = work[1]
+    sq = work[2]
+    inv = work[3]
+    acc = work[4]
+    dvinit = zero  # D * var_init
+    for j in range(n):
+        sq[j] = zero
+    for c in range(D):
+        dvinit += vinit
+        if spherical:
+            xc = x[c]
+            for j in range(n):
+                sq[j] += xc[j] * xc[j]
+    kf = zero
+    for k in range(K):
+        # g = eta * resp, or -1 for the component born here (0 for the others on birth)
+        rk = resp[k]
+        sk = s0[k]
+        for j in range(n):
+            born = dmin[j] > birth
+            here = light[j] == kf
+            g = eta * rk[j]
+            g = zero if born else g
+            g = -one if (born & here) else g
+            rk[j] = g
+            s = keep * sk[j] + g
+            sk[j] = eta if g < zero else s
+        kf += one
+        for c in range(D):
+            xc = x[c]
+            s1c = s1[k, c]
+            for j in range(n):
+                g = rk[j]
+                xj = xc[j]
+                s = keep * s1c[j] + g * xj
+                s1c[j] = eta * xj if g < zero else s
+            if not spherical:
+                s2c = s2[k, c]
+                for j in range(n):
+                    g = rk[j]
+                    xj = xc[j]
+                    s = keep * s2c[j] + g * xj * xj
+                    s2c[j] = eta * (xj * xj + vinit) if g < zero else s
+        if spherical:
+            s2k = s2[k, 0]
+            for j in range(n):
+                g = rk[j]
+                sqj = sq[j]
+                s = keep * s2k[j] + g * sqj
+                s2k[j] = eta * (sqj + dvinit) if g < zero else s
+        # M step of the components that took responsibility or were born (gaussian_m_step)
+        acc0 = zero if spherical else one
+        for j in range(n):
+            inv[j] = one / sk[j]
+            acc[j] = acc0
+        for c in range(D):
+            s1c = s1[k, c]
+            mc = mu[k, c]
+            if spherical:
+                for j in range(n):
+                    m = s1c[j] * inv[j]
+                    old = mc[j]
+                    fresh = (rk[j] != zero) & (sk[j] > empty)
+                    mc[j] = m if fresh else old * one  # see _keep_note
+                    acc[j] += m * m
+            else:
+                s2c = s2[k, c]
+                ic = ivar[k, c]
+                for j in range(n):
+                    m = s1c[j] * inv[j]
+                    old = mc[j]
+                    oldi = ic[j]
+                    fresh = (rk[j] != zero) & (sk[j] > empty)
+                    mc[j] = m if fresh else old * one
+                    v = s2c[j] * inv[j] - m * m
+                    v = v if v > zero else zero
+                    iv = one / (v + reg)
+                    ic[j] = iv if fresh else oldi * one
+                    acc[j] *= iv
+        if spherical:
+            s2k = s2[k, 0]
+            ik = ivar[k, 0]
+            for j in range(n):
+                v = (s2k[j] * inv[j] - acc[j]) * invd
+                v = v if v > zero else zero
+                iv = one / (v + reg)
+                old = ik[j]
+                fresh = (rk[j] != zero) & (sk[j] > empty)
+                ik[j] = iv if fresh else old * one
+                acc[j] = iv
+                inv[j] = iv
+            for c in range(1, D):
+                for j in range(n):
+                    acc[j] *= inv[j]
+        nk = nrm[k]
+        for j in range(n):
+            a = acc[j]
+            old = nk[j]
+            new = a if sk[j] > empty else zero
+            nk[j] = new if rk[j] != zero else old * one
+
+
+@njit(cache=True)
+def gaussian_step_batch(x, s0, s1, s2, spherical, par, mu, ivar, nrm, d2, resp, work):
+    """:func:`gaussian_step` for ``n`` mixtures at once (:func:`gaussian_e_batch`, then
+    :func:`gaussian_update_batch`); shapes as there, step size and the rest in ``par``."""
+    gaussian_e_batch(x, s0, mu, ivar, nrm, spherical, par, d2, resp, work)
+    gaussian_update_batch(x, s0, s1, s2, spherical, par, mu, ivar, nrm, resp, work)
+
+
+# ----------------------------------------------------------------------------
 # Gaussian, full covariances
 # ----------------------------------------------------------------------------
 

@@ -79,13 +79,15 @@ class OEMSubtractor(OpenCVSubtractorAPI, Checkpointable):
         ``(H, W)`` of the frames being processed; None before the first frame.
     channels_ : int or None
         Channels of the model (1 grey, 3 colour).
-    s0_ : ndarray (H, W, K) of float32
-        Per-pixel component weights ``E[r_k]`` (sufficient statistic 0).
-    s1_ : ndarray (H, W, K, C) of float32
+    s0_ : ndarray (H, K, W) of float32
+        Per-pixel component weights ``E[r_k]`` (sufficient statistic 0); pixel
+        ``(i, j)``'s component ``k`` is ``s0_[i, k, j]`` (row by row, component-major
+        within a row: the layout of :func:`learners.online_em.gaussian_step_batch`).
+    s1_ : ndarray (H, K, C, W) of float32
         ``E[r_k x]``.
-    s2_ : ndarray (H, W, K, C) or (H, W, K, 1) of float32
+    s2_ : ndarray (H, K, C, W) or (H, K, 1, W) of float32
         ``E[r_k x^2]`` per channel (diag) or ``E[r_k ||x||^2]`` (spherical).
-    mu_, ivar_, nrm_ : ndarrays (H, W, K, C), like ``s2_``, (H, W, K) of float32
+    mu_, ivar_, nrm_ : ndarrays (H, K, C, W), like ``s2_``, (H, K, W) of float32
         The M step's parameters, cached: means, inverse variances (``min_var``
         included), ``|Sigma|^(-1)``.
     n_frames_ : int
@@ -141,12 +143,12 @@ class OEMSubtractor(OpenCVSubtractorAPI, Checkpointable):
         V = C if self.params["covariance"] == "diag" else 1
         self.frame_shape_ = (H, W)
         self.channels_ = C
-        self.s0_ = np.zeros((H, W, K), np.float32)
-        self.s1_ = np.zeros((H, W, K, C), np.float32)
-        self.s2_ = np.zeros((H, W, K, V), np.float32)
-        self.mu_ = np.zeros((H, W, K, C), np.float32)
-        self.ivar_ = np.zeros((H, W, K, V), np.float32)
-        self.nrm_ = np.zeros((H, W, K), np.float32)
+        self.s0_ = np.zeros((H, K, W), np.float32)
+        self.s1_ = np.zeros((H, K, C, W), np.float32)
+        self.s2_ = np.zeros((H, K, V, W), np.float32)
+        self.mu_ = np.zeros((H, K, C, W), np.float32)
+        self.ivar_ = np.zeros((H, K, V, W), np.float32)
+        self.nrm_ = np.zeros((H, K, W), np.float32)
         self._score = np.zeros((H, W), np.float32)
         self._rawmask = np.zeros((H, W), np.uint8)
 
