@@ -326,21 +326,23 @@ def gaussian_m_step_all(s0, s1, s2, spherical, reg, mu, ivar, nrm):
 # ----------------------------------------------------------------------------
 #
 # The per-pixel subtractor runs one mixture per pixel. Its state is laid out
-# component-major with the pixels last (``s0`` (K, n), ``s1`` (K, D, n), ...), and
-# the step below moves n mixtures at once, one sample each, in passes whose
-# innermost loop runs over the n mixtures: contiguous, branch-free (selects), so
-# the compiler turns it into SIMD instructions (8 float32 lanes with AVX2),
-# divisions and square roots included. It is :func:`gaussian_step` column by
-# column -- the same formulas and decisions (TAIL, the one-close-component case,
-# birth of the lightest component, caches recomputed only for the components
-# that took responsibility); the tests check it against the plain transcription
-# and against :func:`gaussian_step`. Its arithmetic is done in the state's dtype
-# (float32 in the subtractor, float64 in the tests): every constant comes in
-# ``par`` (:func:`batch_constants`), already of that dtype.
-
+# component-major with the mixtures last (``s0`` (K, n), ``s1`` (K, D, n), ``s2``
+# (K, V, n)), and the step below moves n mixtures at once, one sample each, in
+# passes whose innermost loop runs over the n mixtures: contiguous and branch-free
+# (selects), so the compiler turns it into SIMD instructions (8 float32 lanes with
+# AVX2), divisions and square roots included. It keeps only the statistics ``S``
+# and computes the M step ``theta(S)`` of every component in the E step (a SIMD
+# division costs less than reading and writing a cache of the parameters). It is
+# :func:`gaussian_step` column by column -- the same formulas and decisions (TAIL,
+# the one-close-component case, birth of the lightest component); the tests check
+# it against the plain transcription and against :func:`gaussian_step`. Its
+# arithmetic is done in the state's dtype (float32 in the subtractor, float64 in
+# the tests): every constant comes in ``par`` (:func:`batch_constants`), already of
+# that dtype.
+#
 # _keep_note: every loop loads its operands before any conditional expression, and
 # an element that keeps its value is written back as ``old * one`` (``one`` = 1 from
-# ``par``, unknown to the compiler): written as ``old`` the compiler turns
+# ``par``, unknown to the compiler): written as ``old``, the compiler turns
 # ``a[j] = new if c else a[j]`` into a conditional (masked) store, and a load inside a
 # conditional expression into a masked load -- both slow (AVX2 ``vmaskmovps`` stores
 # take about ten times a plain store on AMD Zen). ``old * 1`` is ``old``, bit for bit.
@@ -375,15 +377,16 @@ def batch_constants(eta, reg, birth_d2, var_init, D, par):
 
 
 @njit(cache=True, fastmath=_FAST, error_model="numpy")
-def gaussian_e_batch(x, s0, mu, ivar, nrm, spherical, par, d2, resp, work):
-    """E step of ``n`` mixtures, one sample each (:func:`_gaussian_e` column by column).
+def gaussian_e_batch(x, s0, s1, s2, spherical, par, d2, resp, work):
+    """M step then E step of ``n`` mixtures, one sample each
+    (:func:`gaussian_m_step` and :func:`_gaussian_e`, column by column).
 
     Parameters
     ----------
     x : (D, n) array of the state's dtype
         Sample ``j`` is ``x[:, j]``.
-    s0 : (K, n); mu : (K, D, n); ivar : (K, D, n) diag or (K, 1, n) spherical; nrm : (K, n)
-        Mixture ``j``'s statistic ``s0`` and M-step caches (see :func:`gaussian_step`).
+    s0, s1, s2 : (K, n), (K, D, n), (K, D, n) diag or (K, 1, n) spherical
+        Mixture ``j``'s statistics (see :func:`gaussian_step`).
     spherical : bool
     par : (N_PAR,) array
         :func:`batch_constants`.
@@ -403,44 +406,67 @@ def gaussian_e_batch(x, s0, mu, ivar, nrm, spherical, par, d2, resp, work):
     empty = par[P_EMPTY]
     tail = par[P_TAIL]
     half = par[P_HALF]
+    reg = par[P_REG]
+    invd = par[P_INVD]
     dmin = work[0]
     light = work[1]
-    lw = work[2]
-    ncl = work[3]
-    dens = work[4]
+    inv = work[2]
+    acc = work[3]
+    sqm = work[4]
+    # theta(S) and the squared distances; resp[k] holds |Sigma_k|^(-1) until the responsibilities
     for k in range(K):
+        sk = s0[k]
         dk = d2[k]
+        nk = resp[k]
         for j in range(n):
+            inv[j] = one / sk[j]
             dk[j] = zero
+            sqm[j] = zero
+            acc[j] = one
         for c in range(D):
             xc = x[c]
-            mc = mu[k, c]
+            s1c = s1[k, c]
             if spherical:
                 for j in range(n):
-                    diff = xc[j] - mc[j]
+                    m = s1c[j] * inv[j]
+                    diff = xc[j] - m
                     dk[j] += diff * diff
+                    sqm[j] += m * m
             else:
-                ic = ivar[k, c]
+                s2c = s2[k, c]
                 for j in range(n):
-                    diff = xc[j] - mc[j]
-                    dk[j] += diff * diff * ic[j]
-        sk = s0[k]
+                    m = s1c[j] * inv[j]
+                    diff = xc[j] - m
+                    v = s2c[j] * inv[j] - m * m
+                    v = v if v > zero else zero
+                    iv = one / (v + reg)
+                    dk[j] += diff * diff * iv
+                    acc[j] *= iv
         if spherical:
-            ik = ivar[k, 0]
+            s2k = s2[k, 0]
             for j in range(n):
-                q = dk[j] * ik[j]
-                dk[j] = far if sk[j] <= empty else q
-        else:
-            for j in range(n):
-                q = dk[j] * one  # see _keep_note
-                dk[j] = far if sk[j] <= empty else q
+                v = (s2k[j] * inv[j] - sqm[j]) * invd
+                v = v if v > zero else zero
+                iv = one / (v + reg)
+                dk[j] *= iv
+                acc[j] = iv
+                inv[j] = iv
+            for c in range(1, D):
+                for j in range(n):
+                    acc[j] *= inv[j]
+        for j in range(n):
+            q = dk[j]
+            a = acc[j]
+            full = sk[j] > empty
+            dk[j] = q if full else far
+            nk[j] = a if full else zero
     # nearest distance, lightest component (first on ties), components within TAIL
     for j in range(n):
         dmin[j] = d2[0, j]
         light[j] = zero
-        lw[j] = s0[0, j]
-        ncl[j] = zero
-        dens[j] = zero
+        inv[j] = s0[0, j]  # weight of the lightest so far
+        acc[j] = zero  # number of components within TAIL
+        sqm[j] = zero  # sum of the densities
     kf = zero
     for k in range(1, K):
         kf += one
@@ -450,20 +476,21 @@ def gaussian_e_batch(x, s0, mu, ivar, nrm, spherical, par, d2, resp, work):
             dj = dk[j]
             dm = dmin[j]
             sj = sk[j]
-            lwj = lw[j]
+            lwj = inv[j]
             lj = light[j]
             dmin[j] = dj if dj < dm else dm * one  # see _keep_note
             lighter = sj < lwj
             light[j] = kf if lighter else lj * one
-            lw[j] = sj if lighter else lwj * one
+            inv[j] = sj if lighter else lwj * one
+    ncl = acc
+    dens = sqm
     for k in range(K):
         dk = d2[k]
         sk = s0[k]
-        nk = nrm[k]
         rk = resp[k]
         for j in range(n):
             dj = dk[j]
-            r = sk[j] * math.sqrt(nk[j])
+            r = sk[j] * math.sqrt(rk[j])
             close = (dj < far) & (dj - dmin[j] < tail)
             ncl[j] += one if close else zero
             rk[j] = r if close else zero
@@ -492,14 +519,13 @@ def gaussian_e_batch(x, s0, mu, ivar, nrm, spherical, par, d2, resp, work):
 
 
 @njit(cache=True, fastmath=_FAST, error_model="numpy")
-def gaussian_update_batch(x, s0, s1, s2, spherical, par, mu, ivar, nrm, resp, work):
-    """Update and M step of ``n`` mixtures after :func:`gaussian_e_batch` (``resp``, ``work[0:2]``).
+def gaussian_update_batch(x, s0, s1, s2, spherical, par, resp, work):
+    """The update of ``n`` mixtures after :func:`gaussian_e_batch` (``resp``, ``work[0:2]``).
 
     Mixture ``j`` restarts its lightest component (``work[1, j]``) at ``x[:, j]`` when
     ``work[0, j] > par[P_BIRTH]`` (:func:`gaussian_birth`), else takes the stochastic E
-    step with ``resp[:, j]`` (:func:`_gaussian_update`); the caches of the components
-    that took responsibility (or were born) are recomputed (:func:`gaussian_m_step`).
-    ``resp`` and ``work[2:]`` are overwritten.
+    step with ``resp[:, j]`` (:func:`_gaussian_update`). ``resp`` and ``work[2:]`` are
+    overwritten.
     """
     K = s0.shape[0]
     D = x.shape[0]
@@ -508,16 +534,11 @@ def gaussian_update_batch(x, s0, s1, s2, spherical, par, mu, ivar, nrm, resp, wo
     one = par[P_ONE]
     eta = par[P_ETA]
     keep = par[P_KEEP]
-    reg = par[P_REG]
     birth = par[P_BIRTH]
     vinit = par[P_VINIT]
-    empty = par[P_EMPTY]
-    invd = par[P_INVD]
     dmin = work[0]
     light = work[1]
     sq = work[2]
-    inv = work[3]
-    acc = work[4]
     dvinit = zero  # D * var_init
     for j in range(n):
         sq[j] = zero
@@ -564,64 +585,15 @@ def gaussian_update_batch(x, s0, s1, s2, spherical, par, mu, ivar, nrm, resp, wo
                 sqj = sq[j]
                 s = keep * s2k[j] + g * sqj
                 s2k[j] = eta * (sqj + dvinit) if g < zero else s
-        # M step of the components that took responsibility or were born (gaussian_m_step)
-        acc0 = zero if spherical else one
-        for j in range(n):
-            inv[j] = one / sk[j]
-            acc[j] = acc0
-        for c in range(D):
-            s1c = s1[k, c]
-            mc = mu[k, c]
-            if spherical:
-                for j in range(n):
-                    m = s1c[j] * inv[j]
-                    old = mc[j]
-                    fresh = (rk[j] != zero) & (sk[j] > empty)
-                    mc[j] = m if fresh else old * one  # see _keep_note
-                    acc[j] += m * m
-            else:
-                s2c = s2[k, c]
-                ic = ivar[k, c]
-                for j in range(n):
-                    m = s1c[j] * inv[j]
-                    old = mc[j]
-                    oldi = ic[j]
-                    fresh = (rk[j] != zero) & (sk[j] > empty)
-                    mc[j] = m if fresh else old * one
-                    v = s2c[j] * inv[j] - m * m
-                    v = v if v > zero else zero
-                    iv = one / (v + reg)
-                    ic[j] = iv if fresh else oldi * one
-                    acc[j] *= iv
-        if spherical:
-            s2k = s2[k, 0]
-            ik = ivar[k, 0]
-            for j in range(n):
-                v = (s2k[j] * inv[j] - acc[j]) * invd
-                v = v if v > zero else zero
-                iv = one / (v + reg)
-                old = ik[j]
-                fresh = (rk[j] != zero) & (sk[j] > empty)
-                ik[j] = iv if fresh else old * one
-                acc[j] = iv
-                inv[j] = iv
-            for c in range(1, D):
-                for j in range(n):
-                    acc[j] *= inv[j]
-        nk = nrm[k]
-        for j in range(n):
-            a = acc[j]
-            old = nk[j]
-            new = a if sk[j] > empty else zero
-            nk[j] = new if rk[j] != zero else old * one
 
 
 @njit(cache=True)
-def gaussian_step_batch(x, s0, s1, s2, spherical, par, mu, ivar, nrm, d2, resp, work):
+def gaussian_step_batch(x, s0, s1, s2, spherical, par, d2, resp, work):
     """:func:`gaussian_step` for ``n`` mixtures at once (:func:`gaussian_e_batch`, then
     :func:`gaussian_update_batch`); shapes as there, step size and the rest in ``par``."""
-    gaussian_e_batch(x, s0, mu, ivar, nrm, spherical, par, d2, resp, work)
-    gaussian_update_batch(x, s0, s1, s2, spherical, par, mu, ivar, nrm, resp, work)
+    gaussian_e_batch(x, s0, s1, s2, spherical, par, d2, resp, work)
+    gaussian_update_batch(x, s0, s1, s2, spherical, par, resp, work)
+
 
 
 # ----------------------------------------------------------------------------

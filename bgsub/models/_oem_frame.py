@@ -5,12 +5,11 @@ the pixels last (``K`` components, ``C`` channels, ``V = C`` diag or 1 spherical
 
 - ``s0`` : float32 ``(H, K, W)``, ``s1`` : float32 ``(H, K, C, W)``,
   ``s2`` : float32 ``(H, K, V, W)``: each pixel's sufficient statistics
-  (:mod:`learners.online_em`);
-- ``mu`` (H, K, C, W), ``ivar`` (H, K, V, W), ``nrm`` (H, K, W): float32 caches of
-  the M step's parameters (means, inverse variances, ``|Sigma|^(-1)``).
+  (:mod:`learners.online_em`); the M step's parameters are computed from them
+  every frame, not stored.
 
-So ``s0[i]``, ``s1[i]``, ... are the state of row ``i``'s ``W`` mixtures in the
-layout of :func:`learners.online_em.gaussian_step_batch`, the batched form of
+So ``s0[i]``, ``s1[i]``, ``s2[i]`` are the state of row ``i``'s ``W`` mixtures in
+the layout of :func:`learners.online_em.gaussian_step_batch`, the batched form of
 :func:`learners.online_em.gaussian_step` (the step the estimator
 :class:`learners.mixture.OnlineGaussianMixture` takes per sample, here with
 component birth on): its innermost loops run over the pixels of a row, so they
@@ -87,16 +86,14 @@ def _background_score(s0, d2, bg_ratio, threshold2, score_max, far, one, tot, he
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def oem_frame(frame, st0, st1, st2, cmu, civ, cnrm, step, learn, spherical, reg, birth_d2, var_init, bg_ratio,
-              threshold2, score_max, score, mask):
+def oem_frame(frame, st0, st1, st2, step, learn, spherical, reg, birth_d2, var_init, bg_ratio, threshold2,
+              score_max, score, mask):
     """One frame: step every pixel's mixture (``learn``) and score it.
 
     Parameters
     ----------
     frame : uint8 (H, W, C)
     st0, st1, st2 : float32 state (see module docstring), updated in place when ``learn``.
-    cmu, civ, cnrm : float32 (H, K, C, W), like ``st2``, (H, K, W)
-        Each pixel's M-step cache (means, inverse variances, normalisers).
     step : float
         Step size of this frame; 1 bootstraps (every pixel's mixture becomes one
         component at its value with variance ``var_init``).
@@ -140,19 +137,17 @@ def oem_frame(frame, st0, st1, st2, cmu, civ, cnrm, step, learn, spherical, reg,
                 for j in range(W):
                     work[0, j] = par[P_FAR]
                     work[1, j] = 0.0
-                gaussian_update_batch(x, st0[row], st1[row], st2[row], spherical, par, cmu[row], civ[row],
-                                      cnrm[row], resp, work)
+                gaussian_update_batch(x, st0[row], st1[row], st2[row], spherical, par, resp, work)
                 for j in range(W):
                     score[row, j] = -threshold2
                     mask[row, j] = 0
                 continue
-            gaussian_e_batch(x, st0[row], cmu[row], civ[row], cnrm[row], spherical, par, d2, resp, work)
+            gaussian_e_batch(x, st0[row], st1[row], st2[row], spherical, par, d2, resp, work)
             # work rows 0-1 (nearest distance, lightest component) are the update's input; 2-3 are free
             _background_score(st0[row], d2, bg_ratio, threshold2, score_max, par[P_FAR], par[P_ONE], work[2],
                               work[3], score[row], mask[row])
             if learn:
-                gaussian_update_batch(x, st0[row], st1[row], st2[row], spherical, par, cmu[row], civ[row],
-                                      cnrm[row], resp, work)
+                gaussian_update_batch(x, st0[row], st1[row], st2[row], spherical, par, resp, work)
 
 
 @njit(cache=True, parallel=True, nogil=True)
