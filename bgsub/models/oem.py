@@ -97,6 +97,8 @@ class OEMSubtractor(OpenCVSubtractorAPI, Checkpointable):
     #: State that checkpoints save (:class:`bgsub.checkpoint.Checkpointable`).
     _STATE_ARRAYS = ("s0_", "s1_", "s2_")
     _STATE_SCALARS = ("n_frames_", "n_updates_")
+    #: 2: statistics only, (H, K, ., W) (1: (H, W, K, .) with the M-step caches, before November 2026).
+    _STATE_LAYOUT = 2
     _ALGORITHM = "oem"
 
     def __init__(self, **params: Any) -> None:

@@ -127,3 +127,19 @@ def test_bad_input_gets_one_clear_line():
         OEMSubtractor(width=3)
     with pytest.raises(ValueError, match="median must be 0 or an odd"):
         OEMSubtractor(median=4)
+
+
+def test_checkpoint_round_trip_and_old_layout_refused(tmp_path, monkeypatch):
+    frames = _frames(8)
+    sub = OEMSubtractor()
+    for f in frames[:4]:
+        sub.apply(f)
+    sub.save(tmp_path / "m.npz")
+    again = bgsub.load(tmp_path / "m.npz")
+    for f in frames[4:]:
+        np.testing.assert_array_equal(again.apply(f), sub.apply(f))
+    monkeypatch.setattr(OEMSubtractor, "_STATE_LAYOUT", 1)  # as saved before the batched layout
+    OEMSubtractor().save(tmp_path / "old.npz")
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="state layout 1, from another version.*start a new model"):
+        bgsub.load(tmp_path / "old.npz")
