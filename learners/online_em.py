@@ -39,6 +39,9 @@ per-pixel loop its exponentials in the common case of one matching component.
 The diag/spherical steps keep the M step's parameters (means, inverse
 variances, normalisers) in caches next to ``S`` and recompute them only for
 the components whose statistics changed other than by the common shrink.
+:func:`gaussian_step_batch` is the same step for ``n`` mixtures at once (one
+sample each, component-major state, SIMD over the mixtures, the M step
+recomputed from ``S`` instead of cached): the per-pixel subtractor's form.
 
 Every step returns ``(dens_sum, total, dmin)`` from which
 :func:`log_likelihood` gives ``log p(x)`` under the model *before* the step,
