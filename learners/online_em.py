@@ -417,25 +417,61 @@ def gaussian_e_batch(x, s0, s1, s2, spherical, par, d2, resp, work):
     acc = work[3]
     sqm = work[4]
     # theta(S) and the squared distances; resp[k] holds |Sigma_k|^(-1) until the responsibilities
+    two = D >= 2
+    three = D >= 3
     for k in range(K):
         sk = s0[k]
         dk = d2[k]
         nk = resp[k]
-        for j in range(n):
-            inv[j] = one / sk[j]
-            dk[j] = zero
-            sqm[j] = zero
-            acc[j] = one
-        for c in range(D):
-            xc = x[c]
-            s1c = s1[k, c]
-            if spherical:
+        x0 = x[0]
+        s10 = s1[k, 0]
+        if spherical:
+            for j in range(n):  # first channel, and 1 / s0
+                ia = one / sk[j]
+                m = s10[j] * ia
+                diff = x0[j] - m
+                inv[j] = ia
+                dk[j] = diff * diff
+                sqm[j] = m * m
+            for c in range(1, D):
+                xc = x[c]
+                s1c = s1[k, c]
                 for j in range(n):
                     m = s1c[j] * inv[j]
                     diff = xc[j] - m
                     dk[j] += diff * diff
                     sqm[j] += m * m
-            else:
+            s2k = s2[k, 0]
+            for j in range(n):
+                v = (s2k[j] * inv[j] - sqm[j]) * invd
+                v = v if v > zero else zero
+                iv = one / (v + reg)
+                idet = iv  # iv ** D: the first three factors here, any others below
+                idet *= iv if two else one
+                idet *= iv if three else one
+                q = dk[j] * iv
+                full = sk[j] > empty
+                dk[j] = q if full else far
+                nk[j] = idet if full else zero
+                inv[j] = iv
+            for c in range(3, D):
+                for j in range(n):
+                    nk[j] *= inv[j]  # 0 stays 0 for an empty component (its iv is finite)
+        else:
+            s20 = s2[k, 0]
+            for j in range(n):  # first channel, and 1 / s0
+                ia = one / sk[j]
+                m = s10[j] * ia
+                diff = x0[j] - m
+                v = s20[j] * ia - m * m
+                v = v if v > zero else zero
+                iv = one / (v + reg)
+                inv[j] = ia
+                dk[j] = diff * diff * iv
+                acc[j] = iv
+            for c in range(1, D):
+                xc = x[c]
+                s1c = s1[k, c]
                 s2c = s2[k, c]
                 for j in range(n):
                     m = s1c[j] * inv[j]
@@ -445,24 +481,12 @@ def gaussian_e_batch(x, s0, s1, s2, spherical, par, d2, resp, work):
                     iv = one / (v + reg)
                     dk[j] += diff * diff * iv
                     acc[j] *= iv
-        if spherical:
-            s2k = s2[k, 0]
             for j in range(n):
-                v = (s2k[j] * inv[j] - sqm[j]) * invd
-                v = v if v > zero else zero
-                iv = one / (v + reg)
-                dk[j] *= iv
-                acc[j] = iv
-                inv[j] = iv
-            for c in range(1, D):
-                for j in range(n):
-                    acc[j] *= inv[j]
-        for j in range(n):
-            q = dk[j]
-            a = acc[j]
-            full = sk[j] > empty
-            dk[j] = q if full else far
-            nk[j] = a if full else zero
+                q = dk[j] * one  # see _keep_note
+                a = acc[j]
+                full = sk[j] > empty
+                dk[j] = q if full else far
+                nk[j] = a if full else zero
     # nearest distance, lightest component (first on ties), components within TAIL
     for j in range(n):
         dmin[j] = d2[0, j]
