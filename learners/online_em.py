@@ -352,8 +352,11 @@ def gaussian_m_step_all(s0, s1, s2, spherical, reg, mu, ivar, nrm):
 
 #: Indices into ``par`` (:func:`batch_constants`).
 P_ETA, P_KEEP, P_REG, P_BIRTH, P_VINIT, P_EMPTY, P_FAR, P_TAIL, P_HALF, P_INVD, P_ZERO, P_ONE = range(12)
+#: ``par[P_EXP:P_EXP + N_EXP]``: Taylor coefficients of ``exp(-t)`` (:func:`_exp_neg`).
+P_EXP = 12
+N_EXP = 16
 #: Length of ``par``; rows of the batched steps' ``work`` array.
-N_PAR = 12
+N_PAR = P_EXP + N_EXP
 N_WORK = 5
 
 
@@ -377,6 +380,28 @@ def batch_constants(eta, reg, birth_d2, var_init, D, par):
     par[P_INVD] = 1.0 / D
     par[P_ZERO] = 0.0
     par[P_ONE] = 1.0
+    c = 1.0
+    for i in range(N_EXP):
+        par[P_EXP + i] = c  # (-1)^i / i!
+        c = -c / (i + 1)
+
+
+@njit(cache=True, fastmath=_FAST, inline="always")
+def _exp_neg(y, sixteenth, par):
+    """``exp(-y)`` for ``0 <= y <= 16`` in branch-free arithmetic that vectorises:
+    ``exp(-y/16)`` by its Taylor polynomial of degree ``N_EXP - 1`` (Horner; remainder
+    below ``1/16! = 4.8e-14``), squared four times: relative error below 2e-12 in
+    float64, 3e-6 in float32 (measured on a grid of 1000 points of ``[0, 16]``).
+    ``exp(0)`` is exactly 1."""
+    t = y * sixteenth
+    p = par[P_EXP + N_EXP - 1]
+    for i in range(N_EXP - 2, -1, -1):
+        p = p * t + par[P_EXP + i]
+    p *= p
+    p *= p
+    p *= p
+    p *= p
+    return p
 
 
 @njit(cache=True, fastmath=_FAST, error_model="numpy")
@@ -521,13 +546,17 @@ def gaussian_e_batch(x, s0, s1, s2, spherical, par, d2, resp, work):
             close = (dj < far) & (dj - dmin[j] < tail)
             ncl[j] += one if close else zero
             rk[j] = r if close else zero
-    # several within TAIL: the exponentials (scalar; the common case has one component close)
-    for j in range(n):
-        if ncl[j] > one:
-            for k in range(K):
-                gap = d2[k, j] - dmin[j]
-                if gap > zero and resp[k, j] > zero:
-                    resp[k, j] *= math.exp(-half * gap)
+    # the exponentials exp(-gap / 2), gap < TAIL, for every component (1 exactly at gap 0;
+    # a component beyond TAIL has density 0 already, and one alone within TAIL takes
+    # responsibility 1 below whatever its density)
+    sixteenth = half * half * half * half
+    for k in range(K):
+        rk = resp[k]
+        dk = d2[k]
+        for j in range(n):
+            y = half * (dk[j] - dmin[j])
+            y = y if y < half * tail else half * tail
+            rk[j] *= _exp_neg(y, sixteenth, par)
     for k in range(K):
         rk = resp[k]
         for j in range(n):
