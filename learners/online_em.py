@@ -366,6 +366,8 @@ def batch_constants(eta, reg, birth_d2, var_init, D, par):
 
     ``FAR`` becomes ``1e38`` in float32 (``1e300`` would overflow to inf).
     """
+    if par.shape[0] != N_PAR:
+        raise ValueError("par must have N_PAR entries")
     par[P_ETA] = eta
     par[P_KEEP] = 1.0 - eta
     par[P_REG] = reg
@@ -546,17 +548,31 @@ def gaussian_e_batch(x, s0, s1, s2, spherical, par, d2, resp, work):
             close = (dj < far) & (dj - dmin[j] < tail)
             ncl[j] += one if close else zero
             rk[j] = r if close else zero
-    # the exponentials exp(-gap / 2), gap < TAIL, for every component (1 exactly at gap 0;
-    # a component beyond TAIL has density 0 already, and one alone within TAIL takes
-    # responsibility 1 below whatever its density)
+    # the exponentials exp(-gap / 2), gap < TAIL (1 exactly at gap 0; a component beyond
+    # TAIL has density 0 already, and one alone within TAIL takes responsibility 1 below
+    # whatever its density): a SIMD pass over every pixel when more than 1/16 of them have
+    # two or more components within TAIL (as on a scene some hundred frames in), else a
+    # scalar loop over those -- the same arithmetic either way
     sixteenth = half * half * half * half
-    for k in range(K):
-        rk = resp[k]
-        dk = d2[k]
+    ymax = half * tail
+    n_multi = zero
+    for j in range(n):
+        n_multi += one if ncl[j] > one else zero
+    if n_multi * (one + one) * (one + one) * (one + one) * (one + one) > n:
+        for k in range(K):
+            rk = resp[k]
+            dk = d2[k]
+            for j in range(n):
+                y = half * (dk[j] - dmin[j])
+                y = y if y < ymax else ymax
+                rk[j] *= _exp_neg(y, sixteenth, par)
+    else:
         for j in range(n):
-            y = half * (dk[j] - dmin[j])
-            y = y if y < half * tail else half * tail
-            rk[j] *= _exp_neg(y, sixteenth, par)
+            if ncl[j] > one:
+                for k in range(K):
+                    y = half * (d2[k, j] - dmin[j])
+                    y = y if y < ymax else ymax
+                    resp[k, j] *= _exp_neg(y, sixteenth, par)
     for k in range(K):
         rk = resp[k]
         for j in range(n):

@@ -215,6 +215,37 @@ def test_gaussian_step_batch_matches_the_transcription(cov, birth):
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
 
 
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_gaussian_e_batch_exponentials_same_alone_or_among_many(dtype):
+    """The batched E step takes its exponentials in a SIMD pass when many mixtures have two
+    components within TAIL and in a scalar loop when few do: the same numbers either way,
+    and exp(-gap/2) to rel 1e-11 (float64)."""
+    K, D, n = 2, 3, 40
+    rng = np.random.default_rng(7)
+    x = rng.uniform(50, 200, (D, n)).astype(dtype)
+    s0 = np.tile(np.array([[0.7], [0.3]]), (1, n)).astype(dtype)
+    mu = np.stack([x, x + 40.0]).astype(dtype)  # the second component far (beyond TAIL) ...
+    mu[1, :, 0] = x[:, 0] + 3.0  # ... except for mixture 0
+    s1 = (mu * s0[:, None, :]).astype(dtype)
+    s2 = (((mu ** 2).sum(axis=1, keepdims=True) + 3 * 20.0) * s0[:, None, :]).astype(dtype)  # variance 20
+    par = np.empty(online_em.N_PAR, dtype)
+    online_em.batch_constants(0.1, 0.0, 16.0, 100.0, D, par)
+    out = []
+    for m in (n, 1):  # scalar loop (1 of 40 mixtures), then the SIMD pass (mixture 0 alone)
+        d2, resp, work = np.empty((K, m), dtype), np.empty((K, m), dtype), np.empty((online_em.N_WORK, m), dtype)
+        online_em.gaussian_e_batch(np.ascontiguousarray(x[:, :m]), np.ascontiguousarray(s0[:, :m]),
+                                   np.ascontiguousarray(s1[..., :m]), np.ascontiguousarray(s2[..., :m]), True, par,
+                                   d2, resp, work)
+        out.append((d2[:, 0].copy(), resp[:, 0].copy()))
+        assert work[3, 0] == 2 and (m == 1 or (work[3, 1:] == 1).all())
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+    d2, resp = out[0]
+    dens = np.array([0.7, 0.3]) * np.exp(-0.5 * (d2 - d2.min()))  # equal variances: equal normalisers
+    # (float32: the variances s2/s0 - |mu|^2 cancel some digits, so the normalisers differ slightly)
+    np.testing.assert_allclose(resp, dens / dens.sum(), rtol=1e-11 if dtype == np.float64 else 1e-3)
+
+
 def test_gaussian_full_step_matches_the_transcription():
     X = _gaussian_stream(80)
     est = OnlineGaussianMixture(3, covariance_type="full", learning_rate=0.01, random_state=0).partial_fit(X[:10])
