@@ -12,7 +12,9 @@ generator the subtractor keeps in ``_rng``.
 
 What is saved is declared by the classes: ``_STATE_ARRAYS`` names the per-pixel
 state arrays (allocated by ``_allocate``) and ``_STATE_SCALARS`` the scalar
-state; a subclass with more state lists it there. OpenCV's subtractors (``knn``,
+state; a subclass with more state lists it there. A class whose state layout
+changed sets ``_STATE_LAYOUT`` (an int, 1 when absent); a checkpoint saved with
+another layout is refused with a clear message. OpenCV's subtractors (``knn``,
 ``mog2``) keep their model inside OpenCV and cannot be saved.
 """
 
@@ -74,6 +76,7 @@ def save(sub: Any, path: str | os.PathLike) -> Path:
         "frame_shape": list(sub.frame_shape_) if sub.frame_shape_ is not None else None,
         "channels": sub.channels_,
         "scalars": {name: _plain(getattr(sub, name)) for name in scalar_names},
+        "state_layout": int(getattr(type(sub), "_STATE_LAYOUT", 1)),
         "random_state": {
             "seed": sub.params.get("seed"),
             "n_frames": int(sub.n_frames_),
@@ -112,6 +115,10 @@ def load(path: str | os.PathLike, algorithm: str | None = None):
     except (TypeError, ValueError) as exc:
         raise CheckpointError(f"{path}: its parameters are not valid for {algo}: {exc}") from None
     array_names, scalar_names = _state_names(type(sub))
+    layout, saved_layout = getattr(type(sub), "_STATE_LAYOUT", 1), meta.get("state_layout", 1)
+    if saved_layout != layout:
+        raise CheckpointError(f"{path} holds a model of {algo} in state layout {saved_layout}, from another version; "
+                              f"this version uses layout {layout} and cannot continue it: start a new model")
     shape = meta.get("frame_shape")
     if shape is not None:
         try:

@@ -1,21 +1,26 @@
 """Jitted frame loop of the online-EM subtractor: one online-EM step of every pixel's mixture.
 
-State is structure-of-arrays over the image (``K`` components, ``C`` channels):
+State is structure-of-arrays, row by row and, within a row, component-major with
+the pixels last (``K`` components, ``C`` channels, ``V = C`` diag or 1 spherical):
 
-- ``s0`` : float32 ``(H, W, K)``, ``s1`` : float32 ``(H, W, K, C)``,
-  ``s2`` : float32 ``(H, W, K, C)`` (diag) or ``(H, W, K, 1)`` (spherical): each
-  pixel's sufficient statistics (:mod:`learners.online_em`);
-- ``mu`` (H, W, K, C), ``ivar`` (like ``s2``), ``nrm`` (H, W, K): float32 caches of
-  the M step's parameters (means, inverse variances, ``|Sigma|^(-1)``).
+- ``s0`` : float32 ``(H, K, W)``, ``s1`` : float32 ``(H, K, C, W)``,
+  ``s2`` : float32 ``(H, K, V, W)``: each pixel's sufficient statistics
+  (:mod:`learners.online_em`); the M step's parameters are computed from them
+  every frame, not stored.
 
-A frame is one parallel region, ``prange`` over rows: every pixel calls
-:func:`learners.online_em.gaussian_step` (the very step the estimator
+So ``s0[i]``, ``s1[i]``, ``s2[i]`` are the state of row ``i``'s ``W`` mixtures in
+the layout of :func:`learners.online_em.gaussian_step_batch`, the batched form of
+:func:`learners.online_em.gaussian_step` (the step the estimator
 :class:`learners.mixture.OnlineGaussianMixture` takes per sample, here with
-component birth on) on reference-count-free views of its state, then scores the
-frame against its *background* components, those that carry the first
-``bg_ratio`` of the weight in decreasing order of weight (weights before the
-step): ``score = min_k d2_k - threshold^2`` over them, ``d2_k`` the squared
-Mahalanobis distance, clipped to the score range. Positive = foreground.
+component birth on): its innermost loops run over the pixels of a row, so they
+compile to SIMD instructions, and its arithmetic is float32.
+
+A frame is one parallel region, ``prange`` over blocks of rows: each row's pixels
+are split into colour planes, take the E step, are scored against their
+*background* components, those that carry the first ``bg_ratio`` of the weight in
+decreasing order of weight (weights before the step): ``score = min_k d2_k -
+threshold^2`` over them, ``d2_k`` the squared Mahalanobis distance, clipped to the
+score range (positive = foreground); then the update and M step.
 
 This module imports only numpy, numba and the learners' jitted core.
 """
@@ -23,54 +28,72 @@ This module imports only numpy, numba and the learners' jitted core.
 import numpy as np
 from numba import njit, prange
 
-from bgsub.models._frame_kernels import _mat, _vec
-from learners.online_em import FAR, gaussian_birth, gaussian_evaluate, gaussian_step
+from learners.online_em import (N_PAR, N_WORK, P_FAR, P_ONE, batch_constants, gaussian_e_batch,
+                                gaussian_update_batch)
 
-_FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}
+#: Rows per parallel task (scratch is allocated once per task).
+ROWS_PER_TASK = 8
 
 
-@njit(cache=True, inline="always")
-def _background_distance(w, d2, total, bg_ratio):
-    """Smallest ``d2`` among the components that carry the first ``bg_ratio`` of the weight.
-
-    Components are visited nearest first; the first one whose heavier
-    companions weigh less than ``bg_ratio * total`` is a background component
-    and gives the answer (usually the nearest, so one pass of ``K``).
+@njit(cache=True, fastmath={"nsz", "arcp", "contract", "afn", "reassoc"})
+def _background_score(s0, d2, bg_ratio, threshold2, score_max, far, one, tot, heavier, score, mask):
+    """Score a row's pixels: the smallest ``d2`` among the components that carry the
+    first ``bg_ratio`` of the weight (those whose heavier companions, ties broken by
+    index, weigh less than ``bg_ratio`` of the total), minus ``threshold2``, clipped
+    to ``score_max``; ``mask`` 255 where positive. ``s0``, ``d2`` (K, W); ``tot``,
+    ``heavier`` (W,) scratch; ``score`` float32 and ``mask`` uint8 (W,) outputs; ``one``
+    is 1 (float32), for the reason in :mod:`learners.online_em` (``_keep_note``).
     """
-    K = w.shape[0]
-    floor = -1.0
-    floor_k = -1
-    for _ in range(K):
-        best = FAR
-        bk = -1
-        for k in range(K):
-            if (d2[k] > floor or (d2[k] == floor and k > floor_k)) and d2[k] < best:
-                best = d2[k]
-                bk = k
-        if bk < 0:
-            return FAR
-        heavier = 0.0
-        for j in range(K):
-            if w[j] > w[bk] or (w[j] == w[bk] and j < bk):
-                heavier += w[j]
-        if heavier < bg_ratio * total:
-            return best
-        floor = best
-        floor_k = bk
-    return FAR
+    K = s0.shape[0]
+    W = s0.shape[1]
+    ratio = np.float32(bg_ratio)
+    for j in range(W):
+        score[j] = far
+        tot[j] = 0.0
+    for k in range(K):
+        sk = s0[k]
+        for j in range(W):
+            tot[j] += sk[j]
+    for j in range(W):
+        tot[j] *= ratio
+    for k in range(K):
+        sk = s0[k]
+        dk = d2[k]
+        for j in range(W):
+            heavier[j] = 0.0
+        for q in range(K):
+            sq = s0[q]
+            # every load before the conditional expressions (selects, not masked loads/stores)
+            if q < k:
+                for j in range(W):
+                    wq = sq[j]
+                    heavier[j] += wq if wq >= sk[j] else np.float32(0.0)
+            elif q > k:
+                for j in range(W):
+                    wq = sq[j]
+                    heavier[j] += wq if wq > sk[j] else np.float32(0.0)
+        for j in range(W):
+            dj = dk[j]
+            sj = score[j]
+            score[j] = dj if (heavier[j] < tot[j]) & (dj < sj) else sj * one
+    t2 = np.float32(threshold2)
+    smax = np.float32(score_max)
+    for j in range(W):
+        v = score[j] - t2
+        v = smax if v > smax else v
+        score[j] = v
+        mask[j] = 255 if v > 0.0 else 0
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST, nogil=True)
-def oem_frame(frame, st0, st1, st2, cmu, civ, cnrm, step, learn, spherical, reg, birth_d2, var_init, bg_ratio,
-              threshold2, score_max, score, mask):
+@njit(cache=True, parallel=True, nogil=True)
+def oem_frame(frame, st0, st1, st2, step, learn, spherical, reg, birth_d2, var_init, bg_ratio, threshold2,
+              score_max, score, mask):
     """One frame: step every pixel's mixture (``learn``) and score it.
 
     Parameters
     ----------
     frame : uint8 (H, W, C)
     st0, st1, st2 : float32 state (see module docstring), updated in place when ``learn``.
-    cmu, civ, cnrm : float32 (H, W, K, C), like ``st2``, (H, W, K)
-        Each pixel's M-step cache (means, inverse variances, normalisers).
     step : float
         Step size of this frame; 1 bootstraps (every pixel's mixture becomes one
         component at its value with variance ``var_init``).
@@ -93,61 +116,54 @@ def oem_frame(frame, st0, st1, st2, cmu, civ, cnrm, step, learn, spherical, reg,
     H = frame.shape[0]
     W = frame.shape[1]
     C = frame.shape[2]
-    K = st0.shape[2]
-    V = st2.shape[3]
-    fb = frame.ctypes.data
-    b0 = st0.ctypes.data
-    b1 = st1.ctypes.data
-    b2 = st2.ctypes.data
-    bm = cmu.ctypes.data
-    bv = civ.ctypes.data
-    bn = cnrm.ctypes.data
-    for row in prange(H):
-        dist2 = np.empty(K)
-        post = np.empty(K)
-        wt = np.empty(K)
-        for col in range(W):
-            pix = row * W + col
-            px = _vec(frame, fb, pix, C)
-            a0 = _vec(st0, b0, pix, K)
-            a1 = _mat(st1, b1, pix, K, C)
-            a2 = _mat(st2, b2, pix, K, V)
-            mu = _mat(cmu, bm, pix, K, C)
-            iv = _mat(civ, bv, pix, K, V)
-            nr = _vec(cnrm, bn, pix, K)
-            if step >= 1.0 and learn:
-                gaussian_birth(px, 1.0, a0, a1, a2, spherical, reg, mu, iv, nr, var_init, 0)
-                val = -threshold2
-            else:
-                wsum = 0.0
-                for q in range(K):
-                    wt[q] = a0[q]
-                    wsum += wt[q]
-                if learn:
-                    gaussian_step(px, step, a0, a1, a2, spherical, reg, mu, iv, nr, birth_d2, var_init, dist2, post)
-                else:
-                    gaussian_evaluate(px, a0, mu, iv, nr, spherical, dist2, post)
-                val = _background_distance(wt, dist2, wsum, bg_ratio) - threshold2
-                if val > score_max:
-                    val = score_max
-            score[row, col] = val
-            mask[row, col] = 255 if val > 0.0 else 0
+    K = st0.shape[1]
+    par = np.empty(N_PAR, np.float32)
+    batch_constants(step, reg, birth_d2, var_init, C, par)
+    boot = step >= 1.0 and learn
+    n_tasks = (H + ROWS_PER_TASK - 1) // ROWS_PER_TASK
+    for task in prange(n_tasks):
+        x = np.empty((C, W), np.float32)
+        d2 = np.empty((K, W), np.float32)
+        resp = np.empty((K, W), np.float32)
+        work = np.empty((N_WORK, W), np.float32)
+        for row in range(task * ROWS_PER_TASK, min(H, (task + 1) * ROWS_PER_TASK)):
+            px = frame[row]
+            for c in range(C):
+                xc = x[c]
+                for j in range(W):
+                    xc[j] = px[j, c]
+            if boot:
+                # every pixel restarts component 0 at its value, weight 1 (the others vanish)
+                for j in range(W):
+                    work[0, j] = par[P_FAR]
+                    work[1, j] = 0.0
+                gaussian_update_batch(x, st0[row], st1[row], st2[row], spherical, par, resp, work)
+                for j in range(W):
+                    score[row, j] = -threshold2
+                    mask[row, j] = 0
+                continue
+            gaussian_e_batch(x, st0[row], st1[row], st2[row], spherical, par, d2, resp, work)
+            # work rows 0-1 (nearest distance, lightest component) are the update's input; 2-3 are free
+            _background_score(st0[row], d2, bg_ratio, threshold2, score_max, par[P_FAR], par[P_ONE], work[2],
+                              work[3], score[row], mask[row])
+            if learn:
+                gaussian_update_batch(x, st0[row], st1[row], st2[row], spherical, par, resp, work)
 
 
 @njit(cache=True, parallel=True, nogil=True)
 def oem_background(s0, s1, out):
-    """Mean of each pixel's heaviest component, as uint8 ``(H, W, C)``."""
+    """Mean of each pixel's heaviest component, as uint8 ``(H, W, C)`` (state ``(H, K, ., W)``)."""
     H = s0.shape[0]
-    W = s0.shape[1]
-    K = s0.shape[2]
-    C = s1.shape[3]
+    K = s0.shape[1]
+    W = s0.shape[2]
+    C = s1.shape[2]
     for i in prange(H):
         for j in range(W):
             k = 0
             for q in range(1, K):
-                if s0[i, j, q] > s0[i, j, k]:
+                if s0[i, q, j] > s0[i, k, j]:
                     k = q
-            a = np.float64(s0[i, j, k])
+            a = np.float64(s0[i, k, j])
             for c in range(C):
-                v = s1[i, j, k, c] / a if a > 0.0 else 0.0
+                v = s1[i, k, c, j] / a if a > 0.0 else 0.0
                 out[i, j, c] = np.uint8(min(255.0, max(0.0, v + 0.5)))

@@ -79,15 +79,15 @@ class OEMSubtractor(OpenCVSubtractorAPI, Checkpointable):
         ``(H, W)`` of the frames being processed; None before the first frame.
     channels_ : int or None
         Channels of the model (1 grey, 3 colour).
-    s0_ : ndarray (H, W, K) of float32
-        Per-pixel component weights ``E[r_k]`` (sufficient statistic 0).
-    s1_ : ndarray (H, W, K, C) of float32
+    s0_ : ndarray (H, K, W) of float32
+        Per-pixel component weights ``E[r_k]`` (sufficient statistic 0); pixel
+        ``(i, j)``'s component ``k`` is ``s0_[i, k, j]`` (row by row, component-major
+        within a row: the layout of :func:`learners.online_em.gaussian_step_batch`).
+    s1_ : ndarray (H, K, C, W) of float32
         ``E[r_k x]``.
-    s2_ : ndarray (H, W, K, C) or (H, W, K, 1) of float32
-        ``E[r_k x^2]`` per channel (diag) or ``E[r_k ||x||^2]`` (spherical).
-    mu_, ivar_, nrm_ : ndarrays (H, W, K, C), like ``s2_``, (H, W, K) of float32
-        The M step's parameters, cached: means, inverse variances (``min_var``
-        included), ``|Sigma|^(-1)``.
+    s2_ : ndarray (H, K, C, W) or (H, K, 1, W) of float32
+        ``E[r_k x^2]`` per channel (diag) or ``E[r_k ||x||^2]`` (spherical). The M
+        step's parameters (means, variances) are computed from these every frame.
     n_frames_ : int
         Frames applied since the last reset.
     n_updates_ : int
@@ -95,8 +95,10 @@ class OEMSubtractor(OpenCVSubtractorAPI, Checkpointable):
     """
 
     #: State that checkpoints save (:class:`bgsub.checkpoint.Checkpointable`).
-    _STATE_ARRAYS = ("s0_", "s1_", "s2_", "mu_", "ivar_", "nrm_")
+    _STATE_ARRAYS = ("s0_", "s1_", "s2_")
     _STATE_SCALARS = ("n_frames_", "n_updates_")
+    #: 2: statistics only, (H, K, ., W) (1: (H, W, K, .) with the M-step caches, before November 2026).
+    _STATE_LAYOUT = 2
     _ALGORITHM = "oem"
 
     def __init__(self, **params: Any) -> None:
@@ -130,7 +132,7 @@ class OEMSubtractor(OpenCVSubtractorAPI, Checkpointable):
         """Forget the model; the next frame may have any size."""
         self.frame_shape_: tuple[int, int] | None = None
         self.channels_: int | None = None
-        self.s0_ = self.s1_ = self.s2_ = self.mu_ = self.ivar_ = self.nrm_ = None
+        self.s0_ = self.s1_ = self.s2_ = None
         self.n_frames_ = 0
         self.n_updates_ = 0
         self._score = None
@@ -141,12 +143,9 @@ class OEMSubtractor(OpenCVSubtractorAPI, Checkpointable):
         V = C if self.params["covariance"] == "diag" else 1
         self.frame_shape_ = (H, W)
         self.channels_ = C
-        self.s0_ = np.zeros((H, W, K), np.float32)
-        self.s1_ = np.zeros((H, W, K, C), np.float32)
-        self.s2_ = np.zeros((H, W, K, V), np.float32)
-        self.mu_ = np.zeros((H, W, K, C), np.float32)
-        self.ivar_ = np.zeros((H, W, K, V), np.float32)
-        self.nrm_ = np.zeros((H, W, K), np.float32)
+        self.s0_ = np.zeros((H, K, W), np.float32)
+        self.s1_ = np.zeros((H, K, C, W), np.float32)
+        self.s2_ = np.zeros((H, K, V, W), np.float32)
         self._score = np.zeros((H, W), np.float32)
         self._rawmask = np.zeros((H, W), np.uint8)
 
@@ -204,8 +203,7 @@ class OEMSubtractor(OpenCVSubtractorAPI, Checkpointable):
         else:
             eta = lr
         t2 = p["threshold"] ** 2
-        _oem_frame.oem_frame(img, self.s0_, self.s1_, self.s2_, self.mu_, self.ivar_, self.nrm_, eta, learn,
-                             p["covariance"] == "spherical",
+        _oem_frame.oem_frame(img, self.s0_, self.s1_, self.s2_, eta, learn, p["covariance"] == "spherical",
                              p["min_var"], p["birth"] ** 2, p["var_init"], p["bg_ratio"], t2, 3.0 * t2,
                              self._score, self._rawmask)
         if learn:

@@ -24,23 +24,45 @@ def _frames(n=40, H=24, W=40, seed=0):
 
 
 @pytest.mark.parametrize("covariance", ["spherical", "diag"])
-def test_frame_loop_is_the_learners_step_per_pixel(covariance):
-    sub = OEMSubtractor(covariance=covariance, median=0, n_components=3)
-    frames = _frames(12, H=5, W=6)
+def test_frame_loop_is_the_learners_batched_step_row_by_row(covariance):
+    """Bit for bit: each row of the frame loop is learners.online_em.gaussian_step_batch on
+    that row's state (float32), and the per-pixel step gives the same model to float32 rounding."""
+    H, W, K = 5, 6, 3
+    sub = OEMSubtractor(covariance=covariance, median=0, n_components=K)
+    frames = _frames(12, H=H, W=W)
     sub.apply(frames[0])
-    state = [a.copy() for a in (sub.s0_, sub.s1_, sub.s2_, sub.mu_, sub.ivar_, sub.nrm_)]
+    names = ("s0_", "s1_", "s2_")
+    state = [getattr(sub, a).copy() for a in names]
     p = sub.params
-    d2, resp = np.empty(3), np.empty(3)
+    spherical = covariance == "spherical"
+    # the per-pixel step on each pixel's state (with its M-step caches), in float64
+    pix = []
+    for i in range(H):
+        pix.append([])
+        for j in range(W):
+            s0, s1, s2 = (a[i, ..., j].astype(np.float64) for a in state)
+            caches = np.empty((K, 3)), np.empty(s2.shape), np.empty(K)
+            online_em.gaussian_m_step_all(s0, s1, s2, spherical, p["min_var"], *caches)
+            pix[i].append([s0, s1, s2, *caches])
+    par = np.empty(online_em.N_PAR, np.float32)
+    d2, resp, work = (np.empty((K, W), np.float32), np.empty((K, W), np.float32),
+                      np.empty((online_em.N_WORK, W), np.float32))
     for n, f in enumerate(frames[1:], start=2):
         eta = online_em.learning_rate(n, p["learning_floor"])
-        for i in range(5):
-            for j in range(6):
-                online_em.gaussian_step(f[i, j].copy(), eta, *(a[i, j] for a in state[:3]),
-                                        covariance == "spherical", p["min_var"], *(a[i, j] for a in state[3:]),
-                                        p["birth"] ** 2, p["var_init"], d2, resp)
+        online_em.batch_constants(eta, p["min_var"], p["birth"] ** 2, p["var_init"], 3, par)
+        for i in range(H):
+            x = np.ascontiguousarray(f[i].T.astype(np.float32))
+            online_em.gaussian_step_batch(x, *(a[i] for a in state), spherical, par, d2, resp, work)
+            for j in range(W):
+                online_em.gaussian_step(f[i, j].astype(np.float64), eta, *pix[i][j][:3], spherical, p["min_var"],
+                                        *pix[i][j][3:], p["birth"] ** 2, p["var_init"], np.empty(K), np.empty(K))
         sub.apply(f)
-        for got, want in zip((sub.s0_, sub.s1_, sub.s2_, sub.mu_, sub.ivar_, sub.nrm_), state):
-            np.testing.assert_array_equal(got, want)
+        for name, want in zip(names, state):
+            np.testing.assert_array_equal(getattr(sub, name), want)
+    for i in range(H):  # float32 arithmetic: the variance s2/s0 - |mu|^2 cancels about four digits
+        for j in range(W):
+            for got, want in zip(state, pix[i][j][:3]):
+                np.testing.assert_allclose(got[i, ..., j], want, rtol=1e-3, atol=1e-6)
 
 
 def test_bootstraps_on_the_first_frame_and_detects_a_moving_object():
@@ -84,7 +106,7 @@ def test_state_arrays_params_and_registry():
     assert not sub.empty() and sub.getDefaultName() == "BackgroundSubtractor_OEMSubtractor"
     sub.apply(_frames(1)[0])
     shapes = {name: getattr(sub, name).shape for name in OEMSubtractor._STATE_ARRAYS}
-    assert shapes["s0_"] == (24, 40, 4) and shapes["s2_"] == (24, 40, 4, 1) and shapes["mu_"] == (24, 40, 4, 1)
+    assert shapes == {"s0_": (24, 4, 40), "s1_": (24, 4, 1, 40), "s2_": (24, 4, 1, 40)}
     assert "oem" in bgsub.algorithms()
     assert {p.name for p in bgsub.param_specs("oem")} == {p.name for p in OEM_PARAMS}
     assert sub.set_params(threshold=5.0) is False and sub.s0_ is not None
@@ -105,3 +127,19 @@ def test_bad_input_gets_one_clear_line():
         OEMSubtractor(width=3)
     with pytest.raises(ValueError, match="median must be 0 or an odd"):
         OEMSubtractor(median=4)
+
+
+def test_checkpoint_round_trip_and_old_layout_refused(tmp_path, monkeypatch):
+    frames = _frames(8)
+    sub = OEMSubtractor()
+    for f in frames[:4]:
+        sub.apply(f)
+    sub.save(tmp_path / "m.npz")
+    again = bgsub.load(tmp_path / "m.npz")
+    for f in frames[4:]:
+        np.testing.assert_array_equal(again.apply(f), sub.apply(f))
+    monkeypatch.setattr(OEMSubtractor, "_STATE_LAYOUT", 1)  # as saved before the batched layout
+    OEMSubtractor().save(tmp_path / "old.npz")
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="state layout 1, from another version.*start a new model"):
+        bgsub.load(tmp_path / "old.npz")

@@ -171,6 +171,81 @@ def test_gaussian_step_matches_the_transcription(cov, birth):
     np.testing.assert_allclose(ivar[:, 0], [1 / p[2][0] for p in params], rtol=1e-9)
 
 
+
+@pytest.mark.parametrize("cov", ["diag", "spherical"])
+@pytest.mark.parametrize("birth", [math.inf, 4.0])
+def test_gaussian_step_batch_matches_the_transcription(cov, birth):
+    """The batched step (n mixtures, one sample each, component-major statistics, the M
+    step recomputed every step) is the transcription column by column, and the per-sample
+    step (which caches the M step) to rounding."""
+    n, K, T = 5, 3, 60
+    streams = [_gaussian_stream(T) + 2.0 * j for j in range(n)]  # mixture j sees its own stream
+    D = streams[0].shape[1]
+    spherical = cov == "spherical"
+    V = 1 if spherical else D
+    s0 = np.array([0.4, 0.3, 0.3])
+    s1 = np.array([[0.0, 0.0], [1.2, 1.2], [-1.2, 0.9]])
+    s2 = (np.array([[s1[k] @ s1[k] / s0[k] + 2 * s0[k]] for k in range(K)]) if spherical else
+          s1 ** 2 / s0[:, None] + s0[:, None]).reshape(K, V)
+    S = [(s0.tolist(), s1.tolist(), s2.tolist()) for _ in range(n)]
+    b0, b1, b2 = (np.repeat(a[..., None], n, axis=-1) for a in (s0, s1, s2))
+    mu, ivar, nrm = np.empty((K, D)), np.empty((K, V)), np.empty(K)
+    online_em.gaussian_m_step_all(s0, s1, s2, spherical, 0.01, mu, ivar, nrm)
+    one = [tuple(a.copy() for a in (s0, s1, s2, mu, ivar, nrm)) for _ in range(n)]  # per-sample step's state
+    par = np.empty(online_em.N_PAR)
+    d2, resp, work = np.empty((K, n)), np.empty((K, n)), np.empty((online_em.N_WORK, n))
+    births = 0
+    for t in range(T):
+        eta = online_em.learning_rate(t + 4, 0.02)
+        X = np.stack([s[t] for s in streams], axis=1)  # (D, n)
+        online_em.batch_constants(eta, 0.01, birth, 2.0, D, par)
+        online_em.gaussian_step_batch(X, b0, b1, b2, spherical, par, d2, resp, work)
+        births += int((work[0] > birth).sum())
+        for j in range(n):
+            S[j], _ = ref.gaussian_step(S[j], X[:, j].tolist(), eta, cov, 0.01, birth, 2.0)
+            a0, a1, a2, mu, ivar, nrm = one[j]
+            online_em.gaussian_step(X[:, j], eta, a0, a1, a2, spherical, 0.01, mu, ivar, nrm, birth, 2.0,
+                                    np.empty(K), np.empty(K))
+    assert (births > 0) == (birth < math.inf)
+    for j in range(n):
+        np.testing.assert_allclose(b0[:, j], S[j][0], rtol=1e-9)
+        np.testing.assert_allclose(b1[..., j], S[j][1], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(b2[..., j], S[j][2], rtol=1e-9)
+        for got, want in zip((b0[:, j], b1[..., j], b2[..., j]), one[j]):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_gaussian_e_batch_exponentials_same_alone_or_among_many(dtype):
+    """The batched E step takes its exponentials in a SIMD pass when many mixtures have two
+    components within TAIL and in a scalar loop when few do: the same numbers either way,
+    and exp(-gap/2) to rel 1e-11 (float64)."""
+    K, D, n = 2, 3, 40
+    rng = np.random.default_rng(7)
+    x = rng.uniform(50, 200, (D, n)).astype(dtype)
+    s0 = np.tile(np.array([[0.7], [0.3]]), (1, n)).astype(dtype)
+    mu = np.stack([x, x + 40.0]).astype(dtype)  # the second component far (beyond TAIL) ...
+    mu[1, :, 0] = x[:, 0] + 3.0  # ... except for mixture 0
+    s1 = (mu * s0[:, None, :]).astype(dtype)
+    s2 = (((mu ** 2).sum(axis=1, keepdims=True) + 3 * 20.0) * s0[:, None, :]).astype(dtype)  # variance 20
+    par = np.empty(online_em.N_PAR, dtype)
+    online_em.batch_constants(0.1, 0.0, 16.0, 100.0, D, par)
+    out = []
+    for m in (n, 1):  # scalar loop (1 of 40 mixtures), then the SIMD pass (mixture 0 alone)
+        d2, resp, work = np.empty((K, m), dtype), np.empty((K, m), dtype), np.empty((online_em.N_WORK, m), dtype)
+        online_em.gaussian_e_batch(np.ascontiguousarray(x[:, :m]), np.ascontiguousarray(s0[:, :m]),
+                                   np.ascontiguousarray(s1[..., :m]), np.ascontiguousarray(s2[..., :m]), True, par,
+                                   d2, resp, work)
+        out.append((d2[:, 0].copy(), resp[:, 0].copy()))
+        assert work[3, 0] == 2 and (m == 1 or (work[3, 1:] == 1).all())
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+    d2, resp = out[0]
+    dens = np.array([0.7, 0.3]) * np.exp(-0.5 * (d2 - d2.min()))  # equal variances: equal normalisers
+    # (float32: the variances s2/s0 - |mu|^2 cancel some digits, so the normalisers differ slightly)
+    np.testing.assert_allclose(resp, dens / dens.sum(), rtol=1e-11 if dtype == np.float64 else 1e-3)
+
+
 def test_gaussian_full_step_matches_the_transcription():
     X = _gaussian_stream(80)
     est = OnlineGaussianMixture(3, covariance_type="full", learning_rate=0.01, random_state=0).partial_fit(X[:10])
