@@ -325,28 +325,29 @@ def _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p
 
 
 @njit(cache=True, inline="always")
-def _olkn_learn_neighbour(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, r, nu, C, rho0, rho_rule,
-                          p_diff, radius, seed, frame_no):
-    """Neighbour diffusion for OLK_N: one step on a background neighbour's value, if drawn.
-
-    Returns ``(stepped, rho)``."""
-    q, xq, f, f_oldest = _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p_diff, radius,
-                                          seed, frame_no)
-    if q < 0:
-        return False, rho0
-    a, new_rho = olk_n_update(xq, f, f_oldest, sv, cf, rg, scale, r, nu, C, rho0, rho_rule, 1.0, 0.0)
+def _olkn_step(selected, x, f, f_oldest, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, r, nu, C, rho0,
+               rho_rule, p_diff, radius, seed, frame_no):
+    """OLK_N step of pixel ``p``: on its own value ``x`` when the policy ``selected`` it, else, if drawn, on a
+    background neighbour's value (:func:`_neighbour_value`). Returns ``(stepped, rho)``."""
+    if not selected:
+        q, x, f, f_oldest = _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p_diff,
+                                             radius, seed, frame_no)
+        if q < 0:
+            return False, rho0
+    a, new_rho = olk_n_update(x, f, f_oldest, sv, cf, rg, scale, r, nu, C, rho0, rho_rule, 1.0, 0.0)
     return True, new_rho
 
 
 @njit(cache=True, inline="always")
-def _norma_learn_neighbour(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, eta, lam, nu, rho0, p_diff,
-                           radius, seed, frame_no):
-    """Neighbour diffusion for nu-NORMA (see :func:`_olkn_learn_neighbour`). Returns ``(stepped, rho)``."""
-    q, xq, f, _ = _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p_diff, radius, seed,
-                                   frame_no)
-    if q < 0:
-        return False, rho0
-    alpha, new_rho = norma_novelty_update(xq, f, sv, cf, rg, scale, eta, lam, nu, rho0, 0.0)
+def _norma_step(selected, x, f, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, eta, lam, nu, rho0, p_diff,
+                radius, seed, frame_no):
+    """nu-NORMA step of pixel ``p`` (see :func:`_olkn_step`). Returns ``(stepped, rho)``."""
+    if not selected:
+        q, x, f, _ = _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p_diff, radius, seed,
+                                      frame_no)
+        if q < 0:
+            return False, rho0
+    alpha, new_rho = norma_novelty_update(x, f, sv, cf, rg, scale, eta, lam, nu, rho0, 0.0)
     return True, new_rho
 
 
@@ -380,16 +381,12 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
             if rho_rule == RHO_QUANTILE:
                 rho0 = olk_n_quantile_rho(f, rho0, rho_eta, rho_nu, rho_lo, rho_hi)
                 rho[i, j] = rho0
-            if _selected(fg, rg[1], B, _adaptive_prob(p_bg, adapt, rho0, rho_lo), p_fg, seed, frame_no, p):
-                a, new_rho = olk_n_update(x, f, oldest, sv, cf, rg, scale, r, nu, C, rho0, rho_rule, 1.0, 0.0)
+            sel = _selected(fg, rg[1], B, _adaptive_prob(p_bg, adapt, rho0, rho_lo), p_fg, seed, frame_no, p)
+            done, new_rho = _olkn_step(sel, x, f, oldest, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, r,
+                                       nu, C, rho0, rho_rule, p_diff, radius, seed, frame_no)
+            if done:
                 rho[i, j] = new_rho
                 n += 1
-            else:
-                done, new_rho = _olkn_learn_neighbour(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, r, nu,
-                                                      C, rho0, rho_rule, p_diff, radius, seed, frame_no)
-                if done:
-                    rho[i, j] = new_rho
-                    n += 1
         stepped[i] = n
 
 
@@ -407,16 +404,12 @@ def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg,
             rho0 = rho[i, j]
             _emit(_level(rho0, blink, i, j, gain) - f, blink, nbr_mask, post, i, j, gain, up, down, score, mask)
             fg = rho0 - f > 0.0  # the policy reads the pixel's own decision, without the feedback
-            if _selected(fg, 1 if rg[1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p):
-                alpha, new_rho = norma_novelty_update(x, f, sv, cf, rg, scale, eta, lam, nu, rho0, 0.0)
+            sel = _selected(fg, 1 if rg[1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p)
+            done, new_rho = _norma_step(sel, x, f, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, eta, lam,
+                                        nu, rho0, p_diff, radius, seed, frame_no)
+            if done:
                 rho[i, j] = new_rho
                 n += 1
-            else:
-                done, new_rho = _norma_learn_neighbour(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, eta,
-                                                       lam, nu, rho0, p_diff, radius, seed, frame_no)
-                if done:
-                    rho[i, j] = new_rho
-                    n += 1
         stepped[i] = n
 
 
@@ -442,18 +435,14 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho
             sv = _mat(samples, sb, p, B, nc)
             cf = _vec(coef, cb, p, B)
             rg = _vec(ring, rb, p, 2)
-            if _selected(mask[i, j] != 0, ring[i, j, 1], B, _adaptive_prob(p_bg, adapt, rho0, rho_lo), p_fg, seed,
-                         frame_no, p):
-                a, new_rho = olk_n_update(_vec(frame, fb, p, nc), f_in[i, j], oldest_in[i, j], sv, cf, rg, scale, r,
-                                          nu, C, rho0, rho_rule, 1.0, 0.0)
+            sel = _selected(mask[i, j] != 0, rg[1], B, _adaptive_prob(p_bg, adapt, rho0, rho_lo), p_fg, seed,
+                            frame_no, p)
+            done, new_rho = _olkn_step(sel, _vec(frame, fb, p, nc), f_in[i, j], oldest_in[i, j], frame, fb, nc, mask,
+                                       i, j, p, sv, cf, rg, lut, scale, r, nu, C, rho0, rho_rule, p_diff, radius,
+                                       seed, frame_no)
+            if done:
                 rho[i, j] = new_rho
                 n += 1
-            else:
-                done, new_rho = _olkn_learn_neighbour(frame, fb, nc, mask, i, j, p, sv, cf, rg, lut, scale, r, nu, C,
-                                                      rho0, rho_rule, p_diff, radius, seed, frame_no)
-                if done:
-                    rho[i, j] = new_rho
-                    n += 1
         stepped[i] = n
 
 
@@ -469,17 +458,12 @@ def norma_update_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu
             sv = _mat(samples, sb, p, B, nc)
             cf = _vec(coef, cb, p, B)
             rg = _vec(ring, rb, p, 2)
-            if _selected(mask[i, j] != 0, 1 if ring[i, j, 1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p):
-                alpha, new_rho = norma_novelty_update(_vec(frame, fb, p, nc), f_in[i, j], sv, cf, rg, scale, eta,
-                                                      lam, nu, rho[i, j], 0.0)
+            sel = _selected(mask[i, j] != 0, 1 if rg[1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p)
+            done, new_rho = _norma_step(sel, _vec(frame, fb, p, nc), f_in[i, j], frame, fb, nc, mask, i, j, p, sv, cf,
+                                        rg, lut, scale, eta, lam, nu, rho[i, j], p_diff, radius, seed, frame_no)
+            if done:
                 rho[i, j] = new_rho
                 n += 1
-            else:
-                done, new_rho = _norma_learn_neighbour(frame, fb, nc, mask, i, j, p, sv, cf, rg, lut, scale, eta, lam,
-                                                       nu, rho[i, j], p_diff, radius, seed, frame_no)
-                if done:
-                    rho[i, j] = new_rho
-                    n += 1
         stepped[i] = n
 
 
