@@ -170,3 +170,13 @@ def test_fill_holes_fills_small_holes_only():
     assert fill_holes(np.zeros((5, 5), np.uint8), 10).sum() == 0  # a frame of background is not a hole
     sub = bgsub.create("olkn", fill_holes=20, **QUIET)
     assert sub._postprocess(mask)[10:13, 10:13].all()
+
+
+def test_olkn_quantile_init_lowers_the_offset_where_the_neighbourhood_varies():
+    frames, _ = _flicker_scene(1)
+    W = frames.shape[2]
+    sub = bgsub.create("olkn", init_rho="quantile")
+    sub.apply(frames[0])
+    lo, hi = sub.params["rho_min"], sub.params["rho_max"]
+    assert (sub.rho_ >= lo).all() and (sub.rho_ <= hi).all()
+    assert sub.rho_[:, W // 2 + 4:].mean() < sub.rho_[:, : W // 2 - 4].mean() - 0.1  # flickering half: lower
