@@ -149,7 +149,7 @@ def test_neighbour_matching_does_not_depend_on_threads():
 
 def test_learning_rate_zero_freezes_the_blink_accumulators():
     frames, _ = _flicker_scene(40)
-    sub = bgsub.create("olkn", blink_gain=0.5, **QUIET)
+    sub = bgsub.create("olkn", blink_gain=0.5)
     for fr in frames[:30]:
         sub.apply(fr)
     before = sub.blink_.copy()
