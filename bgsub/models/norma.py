@@ -34,8 +34,8 @@ NORMA_PARAMS = (
               "first-frame bootstrap (init=neighbours): 'quantile' stores the B neighbour values with coefficient "
               "eta and sets rho to the nu-quantile of f over them; 'steps' runs B ordinary nu-NORMA steps "
               "(keeps only a few values)", "", choices=("quantile", "steps"), live=False),
-) + FEEDBACK_PARAMS + with_defaults(COMMON_PARAMS, update_prob=1.0, fg_update_prob=0.05,
-                                    update_mask="post")
+) + with_defaults(FEEDBACK_PARAMS, blink_gain=0.5) + with_defaults(COMMON_PARAMS, update_prob=1.0,
+                                                                     fg_update_prob=0.05, update_mask="post")
 
 NORMA_PRESETS = {
     "paper": {"width": 10.0, "eta": 0.001, "lam": 0.0001, "nu": 0.1, "budget": 20, "color": "bgr",
