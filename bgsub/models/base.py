@@ -257,6 +257,9 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         Raw mask of the previous frame (neighbour diffusion and the blink feedback read it).
     blink_ : ndarray (H, W) of float32
         Blinking accumulators ``v`` in [0, 1] (``blink_gain``; stays 0 when off).
+    post_mask_ : ndarray (H, W) of uint8
+        Output mask of the previous frame dilated 5x5, at the model's size (``blink_gain``: flips
+        inside it are an object's edges, not blinking; stays 0 when off).
     scale_ : float
         Global coefficient scale.
     n_frames_ : int
@@ -270,7 +273,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
     _SPECS: tuple[ParamSpec, ...] = ()
     _score_offset = 0.0
     #: State saved by :meth:`save` (see :mod:`bgsub.checkpoint`): every per-pixel state array, and scalars.
-    _STATE_ARRAYS: tuple[str, ...] = ("samples_", "coef_", "ring_", "rho_", "prev_mask_", "blink_")
+    _STATE_ARRAYS: tuple[str, ...] = ("samples_", "coef_", "ring_", "rho_", "prev_mask_", "blink_", "post_mask_")
     _STATE_SCALARS: tuple[str, ...] = ("scale_", "n_frames_", "n_steps_", "relearn_left_")
 
     def __init__(self, **params: Any) -> None:
@@ -325,6 +328,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         self.scale_ = 1.0
         self.prev_mask_ = None
         self.blink_ = None
+        self.post_mask_ = None
         self.n_frames_ = 0
         self.n_steps_ = 0
         self.relearn_left_ = 0
@@ -355,7 +359,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         self._own = np.zeros((H, W), dtype=np.uint8)
         self.prev_mask_ = np.zeros((H, W), dtype=np.uint8)
         self.blink_ = np.zeros((H, W), dtype=np.float32)
-        self._post_prev = np.zeros((H, W), dtype=np.uint8)
+        self.post_mask_ = np.zeros((H, W), dtype=np.uint8)
         self._stepped = np.zeros(H, dtype=np.int64)
         self._mask = self._rawmask
 
@@ -498,7 +502,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
             mask = self._postprocess(self._rawmask)
         if self.params.get("blink_gain", 0.0) > 0:
             # where the last output was foreground, or next to it, flips are an object's edges, not blinking
-            cv2.dilate(mask, _BLINK_MARGIN, dst=self._post_prev)
+            cv2.dilate(mask, _BLINK_MARGIN, dst=self.post_mask_)
         mask = self._unshift(mask, 0)
         self._mask = mask
         self.n_frames_ += 1
@@ -517,8 +521,8 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         p = self.params
         gain = p.get("blink_gain", 0.0)
         if not learn:
-            return self._post_prev, gain, 0.0, 0.0
-        return self._post_prev, gain, p.get("blink_up", 0.0), p.get("blink_down", 0.0)
+            return self.post_mask_, gain, 0.0, 0.0
+        return self.post_mask_, gain, p.get("blink_up", 0.0), p.get("blink_down", 0.0)
 
     def _score_pass(self, img: np.ndarray, learn: bool) -> None:
         """Score ``img`` without learning (:func:`fk.score_frame`), with the blink feedback and neighbour

@@ -41,7 +41,7 @@ NORMA_PRESETS = {
     "paper": {"width": 10.0, "eta": 0.001, "lam": 0.0001, "nu": 0.1, "budget": 20, "color": "bgr",
               "blur": 0.0, "init": "empty", "update_prob": 1.0, "fg_update_prob": 1.0, "update_mask": "raw",
               "median": 0, "open": 0, "close": 0, "min_area": 0, "init_radius": 1, "init_rho": "steps",
-              "blink_gain": 0.0, "fill_holes": 0},
+              "blink_gain": 0.0},
 }
 
 

@@ -39,7 +39,7 @@ OLKN_PARAMS = (
               "quantile rule: lowest offset (threshold f < 1 + rho_min; > -1 keeps unexplained values novel)", "",
               -0.99, 0.0),
     ParamSpec("rho_max", float, 0.0, "quantile rule: highest offset", "", 0.0, 10.0),
-    ParamSpec("init_rho", str, "quantile",
+    ParamSpec("init_rho", str, "zero",
               "offsets after the first-frame bootstrap (init=neighbours, quantile rule): 'zero', or 'quantile': "
               "each pixel's rho_nu-quantile of 1 - f over its bootstrap values (leave-one-out), within "
               "[rho_min, rho_max], so a pixel with a varied neighbourhood starts with a lower threshold", "",
@@ -48,18 +48,17 @@ OLKN_PARAMS = (
               "per-pixel update probability (quantile rule): a pixel whose offset fell towards rho_min learns more "
               "often, p = update_prob + (1 - update_prob) * min(1, adapt_update * rho / rho_min) (0: off)", "",
               0.0, 10.0),
-) + with_defaults(FEEDBACK_PARAMS, blink_gain=0.7, blink_up=0.1) + with_defaults(COMMON_PARAMS, diffuse_prob=0.2,
-                                                                                    fill_holes=300)
+) + with_defaults(FEEDBACK_PARAMS, blink_gain=0.7, blink_up=0.1) + with_defaults(COMMON_PARAMS, diffuse_prob=0.2)
 
 #: Named parameter sets; "paper" is Li et al.'s setting with the unconditional update.
 OLKN_PRESETS = {
     "paper": {"width": 10.0, "r": 0.001, "nu": 0.1, "C": 0.2, "budget": 20, "rho_rule": "paper",
               "color": "bgr", "blur": 0.0, "init": "empty", "update_prob": 1.0, "fg_update_prob": 1.0,
               "update_mask": "raw", "median": 0, "open": 0, "close": 0, "min_area": 0, "init_radius": 1,
-              "diffuse_prob": 0.0, "blink_gain": 0.0, "fill_holes": 0, "init_rho": "zero"},
+              "diffuse_prob": 0.0, "blink_gain": 0.0},
     # HD at speed: the model at a quarter of the frame size, a 3x3 median there (docs/performance.md);
-    # without the blink feedback, hole filling and quantile bootstrap offsets, as measured there
-    "fast": {"process_scale": 0.25, "median": 3, "blink_gain": 0.0, "fill_holes": 0, "init_rho": "zero"},
+    # without the blink feedback, as measured there
+    "fast": {"process_scale": 0.25, "median": 3, "blink_gain": 0.0},
 }
 
 

@@ -14,7 +14,7 @@ from learners.kernels import GAUSSIAN_LUT, gaussian_lut
 from learners.steps import RHO_RULES, norma_decay, norma_novelty_step, olk_decay, olk_n_step
 
 RAW = dict(init="empty", update_prob=1.0, fg_update_prob=1.0, blur=0.0, median=0, open=0, close=0, min_area=0,
-           update_mask="raw", diffuse_prob=0.0, blink_gain=0.0, fill_holes=0)
+           update_mask="raw", diffuse_prob=0.0, blink_gain=0.0)
 
 
 def _stream(T=150, H=4, W=5, C=3, seed=0):
