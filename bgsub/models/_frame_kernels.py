@@ -270,17 +270,22 @@ def background_image(samples, coef, ring, out):
 
 
 @njit(cache=True, inline="always")
-def _adaptive_prob(p_bg, adapt, rho, rho_lo):
-    """Per-pixel background update probability (SuBSENSE's adaptive T(x), driven by the offset).
+def _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho, rho_lo):
+    """Per-pixel background update probability (SuBSENSE's adaptive T(x)).
 
-    A pixel whose quantile offset fell towards ``rho_lo`` (its values are often
-    novel: a dynamic background) learns more often:
-    ``p = p_bg + (1 - p_bg) * min(1, adapt * rho / rho_lo)``; ``adapt = 0`` or
-    ``rho >= 0`` leaves ``p_bg``.
+    A pixel of a dynamic background learns more often:
+    ``p = p_bg + (1 - p_bg) * min(1, adapt * s)``, where the drive ``s`` is how far
+    the pixel's quantile offset fell towards ``rho_lo`` (``rho / rho_lo``), or, with
+    ``by_blink``, its blink accumulator ``v``. ``adapt = 0`` leaves ``p_bg``.
     """
-    if adapt <= 0.0 or rho >= 0.0 or rho_lo >= 0.0:
+    if adapt <= 0.0:
         return p_bg
-    w = adapt * rho / rho_lo
+    if by_blink:
+        w = adapt * np.float64(blink[i, j])
+    elif rho >= 0.0 or rho_lo >= 0.0:
+        return p_bg
+    else:
+        w = adapt * rho / rho_lo
     if w > 1.0:
         w = 1.0
     return p_bg + np.int64((PROB_ONE - p_bg) * w)
@@ -353,7 +358,7 @@ def _norma_step(selected, x, f, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lu
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi,
-               adapt, p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask, stepped, blink, post,
+               adapt, by_blink, p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask, stepped, blink, post,
                gain, up, down):
     """One OLK_N frame in one pass: score every pixel, then step the selected ones.
 
@@ -365,7 +370,8 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
     does not select may learn a neighbour's value instead (:func:`_diffusion_source`,
     ``nbr_mask`` = the previous frame's raw mask). ``stepped[i]`` receives the
     number of pixels of row ``i`` that stepped. ``adapt > 0`` raises the background
-    update probability of pixels whose offset dropped (:func:`_adaptive_prob`).
+    update probability of pixels whose offset dropped, or (``by_blink``) whose decisions
+    blink (:func:`_adaptive_prob`).
     ``gain > 0`` lowers the decision level of blinking pixels (``blink``, moved by
     ``up``/``down`` against ``nbr_mask``, as in :func:`score_frame`).
     """
@@ -381,7 +387,8 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
             if rho_rule == RHO_QUANTILE:
                 rho0 = olk_n_quantile_rho(f, rho0, rho_eta, rho_nu, rho_lo, rho_hi)
                 rho[i, j] = rho0
-            sel = _selected(fg, rg[1], B, _adaptive_prob(p_bg, adapt, rho0, rho_lo), p_fg, seed, frame_no, p)
+            sel = _selected(fg, rg[1], B, _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho0, rho_lo), p_fg, seed,
+                            frame_no, p)
             done, new_rho = _olkn_step(sel, x, f, oldest, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, r,
                                        nu, C, rho0, rho_rule, p_diff, radius, seed, frame_no)
             if done:
@@ -415,7 +422,8 @@ def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg,
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo,
-                      rho_hi, adapt, f_in, oldest_in, mask, p_bg, p_fg, p_diff, radius, seed, frame_no, stepped):
+                      rho_hi, adapt, by_blink, f_in, oldest_in, mask, p_bg, p_fg, p_diff, radius, seed, frame_no,
+                      stepped, blink):
     """OLK_N update at the pixels selected by an external ``mask`` (second pass after :func:`score_frame`).
 
     Used when the policy follows the post-processed mask (``update_mask="post"``);
@@ -435,8 +443,8 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho
             sv = _mat(samples, sb, p, B, nc)
             cf = _vec(coef, cb, p, B)
             rg = _vec(ring, rb, p, 2)
-            sel = _selected(mask[i, j] != 0, rg[1], B, _adaptive_prob(p_bg, adapt, rho0, rho_lo), p_fg, seed,
-                            frame_no, p)
+            sel = _selected(mask[i, j] != 0, rg[1], B, _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho0, rho_lo),
+                            p_fg, seed, frame_no, p)
             done, new_rho = _olkn_step(sel, _vec(frame, fb, p, nc), f_in[i, j], oldest_in[i, j], frame, fb, nc, mask,
                                        i, j, p, sv, cf, rg, lut, scale, r, nu, C, rho0, rho_rule, p_diff, radius,
                                        seed, frame_no)

@@ -48,6 +48,10 @@ OLKN_PARAMS = (
               "per-pixel update probability (quantile rule): a pixel whose offset fell towards rho_min learns more "
               "often, p = update_prob + (1 - update_prob) * min(1, adapt_update * rho / rho_min) (0: off)", "",
               0.0, 10.0),
+    ParamSpec("adapt_by", str, "offset",
+              "what drives adapt_update: 'offset' (how far rho fell towards rho_min) or 'blink' (the blink "
+              "accumulator v of blink_gain's feedback, which moves only while blink_gain > 0)", "",
+              choices=("offset", "blink")),
 ) + with_defaults(FEEDBACK_PARAMS, blink_gain=0.7, blink_up=0.1) + with_defaults(COMMON_PARAMS, diffuse_prob=0.2)
 
 #: Named parameter sets; "paper" is Li et al.'s setting with the unconditional update.
@@ -103,7 +107,7 @@ class OLKNSubtractor(PixelKernelSubtractor):
     def _rho_args(self):
         p = self.params
         return (OLKN_RHO_RULES[p["rho_rule"]], p["rho_eta"], p["rho_nu"], p["rho_min"], p["rho_max"],
-                p["adapt_update"])
+                p["adapt_update"], p["adapt_by"] == "blink")
 
     def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
         p = self.params
@@ -115,7 +119,7 @@ class OLKNSubtractor(PixelKernelSubtractor):
         p = self.params
         fk.olkn_update_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["r"],
                              p["nu"], p["C"], *self._rho_args(), self._f, self._oldest, mask, p_bg, p_fg, p_diff,
-                             p["diffuse_radius"], p["seed"], self.n_frames_, self._stepped)
+                             p["diffuse_radius"], p["seed"], self.n_frames_, self._stepped, self.blink_)
 
     def _bootstrap_done(self):
         p = self.params

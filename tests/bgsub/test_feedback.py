@@ -180,3 +180,17 @@ def test_olkn_quantile_init_lowers_the_offset_where_the_neighbourhood_varies():
     lo, hi = sub.params["rho_min"], sub.params["rho_max"]
     assert (sub.rho_ >= lo).all() and (sub.rho_ <= hi).all()
     assert sub.rho_[:, W // 2 + 4:].mean() < sub.rho_[:, : W // 2 - 4].mean() - 0.1  # flickering half: lower
+
+
+@pytest.mark.parametrize("update_mask", ["raw", "post"])
+def test_blink_driven_update_probability_steps_blinking_pixels_more_often(update_mask):
+    frames, _ = _flicker_scene(80)
+    steps_taken = {}
+    for adapt in (0.0, 2.0):
+        sub = bgsub.create("olkn", blink_gain=0.6, adapt_update=adapt, adapt_by="blink", update_mask=update_mask)
+        for fr in frames:
+            sub.apply(fr)
+        steps_taken[adapt] = sub.n_steps_
+        v = sub.blink_
+    assert v.max() > 0.5
+    assert steps_taken[2.0] > 1.1 * steps_taken[0.0], steps_taken
