@@ -52,7 +52,7 @@ OLKN_PARAMS = (
               "what drives adapt_update: 'offset' (how far rho fell towards rho_min) or 'blink' (the blink "
               "accumulator v of blink_gain's feedback, which moves only while blink_gain > 0)", "",
               choices=("offset", "blink")),
-) + with_defaults(FEEDBACK_PARAMS, blink_gain=0.7, blink_up=0.1) + with_defaults(COMMON_PARAMS, diffuse_prob=0.2)
+) + with_defaults(FEEDBACK_PARAMS, blink_gain=0.9, blink_up=0.1) + with_defaults(COMMON_PARAMS, diffuse_prob=0.2)
 
 #: Named parameter sets; "paper" is Li et al.'s setting with the unconditional update.
 OLKN_PRESETS = {
