@@ -69,10 +69,14 @@ def profile(algo: str, frames: list[np.ndarray], warm: list[np.ndarray]) -> dict
         sc = np.empty(sub.rho_.shape, np.float32)
         mk = np.empty(sub.rho_.shape, np.uint8)
         t2 = time.perf_counter()
+        own = np.empty(sub.rho_.shape, np.uint8)
+        blink = sub.blink_.copy()
         fk.score_frame(img, sub.samples_, sub.coef_, sub.ring_, sub.rho_, sub.scale_, sub.lut(),
-                       sub._score_offset, sc, f64, old, mk)
+                       sub._score_offset, sc, f64, old, mk, own, blink, sub.prev_mask_, *sub._blink_args(False), 0, 1,
+                       0, sub.n_frames_)
         t3 = time.perf_counter()
-        sub._frame(img, p_bg, p_fg, sub._rawmask)
+        sub._frame(img, p_bg, p_fg, 0, sub._rawmask, sub.prev_mask_)
+        sub.prev_mask_[...] = sub._rawmask
         t4 = time.perf_counter()
         mask = sub._postprocess(sub._rawmask)
         t5 = time.perf_counter()

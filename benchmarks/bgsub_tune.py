@@ -269,6 +269,11 @@ def cmd_top(args):
     return 0
 
 
+def _add_exclude(parser, when=""):
+    parser.add_argument("--exclude", action="append", default=[], metavar="KEY=VALUE",
+                        help=when + "leave out configs with this parameter value (e.g. stabilise=phase: too slow)")
+
+
 def main(argv=None):
     os.environ.setdefault("NUMBA_NUM_THREADS", "1")
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -288,15 +293,13 @@ def main(argv=None):
                    help="file with a JSON list of parameter dicts to run instead of the grid (merged into --base)")
     g.add_argument("--cv", action="store_true",
                    help="then print the leave-one-group-out cross-validation of everything in --out for this algo")
-    g.add_argument("--exclude", action="append", default=[], metavar="KEY=VALUE",
-                   help="with --cv: leave out configs with this parameter value (e.g. stabilise=phase: too slow)")
+    _add_exclude(g, "with --cv: ")
     c = sub.add_parser("cv")
     c.add_argument("--results", required=True)
     c.add_argument("--algo", default=None)
     c.add_argument("--scheme", choices=("logo", "2fold"), default="logo",
                    help="leave-one-group-out over the families cdnet/sbi/ucsd (default), or the old fixed 2-fold split")
-    c.add_argument("--exclude", action="append", default=[], metavar="KEY=VALUE",
-                   help="leave out configs with this parameter value (e.g. stabilise=phase)")
+    _add_exclude(c)
     t = sub.add_parser("top")
     t.add_argument("--results", required=True)
     t.add_argument("--algo", default=None)

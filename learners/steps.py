@@ -175,6 +175,35 @@ def olk_n_quantile_rho(f, rho, eta, nu, lo, hi):
     return rho
 
 
+@njit(cache=True)
+def blink_accumulate(v, flipped, up, down):
+    """Blinking-pixel accumulator (SuBSENSE's ``v(x)``, St-Charles et al. 2015), one frame at a time.
+
+    ``flipped``: the pixel's decision differs from its previous frame's. A flip
+    raises ``v`` by ``up``, a steady frame lowers it by ``down``; ``v`` stays in
+    ``[0, 1]``. Pixels whose decisions flicker (water, leaves, the edges of a
+    shaking scene) build up ``v``; a passing object flips a pixel only twice.
+    Returns the new ``v``.
+    """
+    v = v + up if flipped else v - down
+    if v < 0.0:
+        return 0.0
+    if v > 1.0:
+        return 1.0
+    return v
+
+
+@njit(cache=True)
+def feedback_level(level, v, gain):
+    """Decision level lowered by blinking: ``level - gain * v * |level|``.
+
+    A value ``x`` is novel when ``f(x) < level`` (OLK_N: ``level = 1 + rho``;
+    nu-NORMA: ``level = rho``). With ``gain < 1`` and ``v`` in ``[0, 1]`` the level
+    keeps its sign, so a value no past sample explains (``f = 0``) stays novel.
+    """
+    return level - gain * v * abs(level)
+
+
 @njit(cache=True, fastmath=True)
 def olk_c_update(x, y, f, sv, coef, ring, scale, r, C, kxx, sv_threshold):
     """Apply an OLK_C step given ``f = f_t(x)``; returns the new term's coefficient."""

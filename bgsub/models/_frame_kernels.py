@@ -43,7 +43,8 @@ from numba.extending import intrinsic
 
 from learners.expansion import expansion_push, expansion_sum
 from learners.kernels import GAUSSIAN_LUT
-from learners.steps import RHO_QUANTILE, norma_novelty_update, olk_n_quantile_rho, olk_n_update
+from learners.steps import (RHO_QUANTILE, blink_accumulate, feedback_level, norma_novelty_update, olk_n_quantile_rho,
+                            olk_n_update)
 
 #: Probabilities are compared with 24-bit hashes.
 PROB_ONE = 1 << 24
@@ -91,9 +92,75 @@ def _hash24(seed, frame_no, index):
     return np.int64(z >> np.uint64(40))
 
 
+@njit(cache=True, inline="always")
+def _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale):
+    """Pixel ``p``'s value ``x``, its expansion's views ``sv, cf, rg``, ``f = f_t(x)`` and the true share
+    of the term a full buffer evicts."""
+    x = _vec(frame, fb, p, nc)
+    sv = _mat(samples, sb, p, B, nc)
+    cf = _vec(coef, cb, p, B)
+    rg = _vec(ring, rb, p, 2)
+    total, oldest = expansion_sum(x, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+    return x, sv, cf, rg, scale * total, scale * oldest
+
+
+@njit(cache=True, inline="always")
+def _level(level, blink, i, j, gain):
+    """The pixel's decision level, lowered where its decisions blink (:func:`learners.steps.feedback_level`)."""
+    if gain > 0.0:
+        return feedback_level(level, np.float64(blink[i, j]), gain)
+    return level
+
+
+@njit(cache=True, inline="always")
+def _emit(sc, blink, prev, post, i, j, gain, up, down, score, mask):
+    """Write score ``sc`` and the raw mask of pixel ``(i, j)``; move its blink accumulator
+    (:func:`learners.steps.blink_accumulate`). A flip is a decision that differs from ``prev`` (the
+    previous raw mask) where ``post`` (the previous output mask) is background: as in SuBSENSE, the
+    edges of detected objects do not count as blinking. Returns whether the pixel is foreground."""
+    fg = sc > 0.0
+    score[i, j] = sc
+    mask[i, j] = 255 if fg else 0
+    if gain > 0.0 and (up > 0.0 or down > 0.0):
+        flipped = fg != (prev[i, j] != 0) and post[i, j] == 0
+        blink[i, j] = blink_accumulate(np.float64(blink[i, j]), flipped, up, down)
+    return fg
+
+
+@njit(cache=True, inline="always")
+def _neighbour_match(x, sc, samples, coef, ring, rho, sb, cb, rb, B, nc, H, W, i, j, p, scale, lut, offset, radius,
+                     tries, seed, frame_no):
+    """Spatial tolerance: the score of ``x`` lowered to the best of ``tries`` neighbours' models.
+
+    Neighbours are drawn uniformly (counter-based hash) from the ``(2 radius + 1)^2``
+    square; neighbour ``q`` scores ``offset + rho_q - f_q(x)``. Stops at the first
+    neighbour that explains ``x`` (score <= 0). Reads only state this frame's pass
+    does not write, so the result does not depend on the thread schedule.
+    """
+    side = 2 * radius + 1
+    for t in range(tries):
+        k = _hash24(seed + 31337 + 7 * t, frame_no, p) % (side * side - 1)
+        if k >= (side * side) // 2:
+            k += 1  # skip the centre
+        ii = min(max(i + k // side - radius, 0), H - 1)
+        jj = min(max(j + k % side - radius, 0), W - 1)
+        q = ii * W + jj
+        if q == p:
+            continue
+        total, _ = expansion_sum(x, _mat(samples, sb, q, B, nc), _vec(coef, cb, q, B), _vec(ring, rb, q, 2),
+                                 GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+        s = offset + rho[ii, jj] - scale * total
+        if s < sc:
+            sc = s
+            if sc <= 0.0:
+                break
+    return sc
+
+
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_out, oldest_out, mask):
-    """Evaluate every pixel's expansion at the new frame.
+def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_out, oldest_out, mask, own, blink,
+                prev, post, gain, up, down, match_radius, match_tries, seed, frame_no):
+    """Evaluate every pixel's expansion at the new frame (no learning: the state is read only).
 
     Parameters
     ----------
@@ -108,22 +175,34 @@ def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_ou
     score : float32 (H, W)
         Output: novelty score, positive = foreground.
     f_out, oldest_out : float64 (H, W)
-        Output: ``f_t(x)`` and the true share of the term a full buffer evicts.
+        Output: ``f_t(x)`` (own model) and the true share of the term a full buffer evicts.
     mask : uint8 (H, W)
         Output: 255 where ``score > 0``, else 0.
+    own : uint8 (H, W)
+        Output: the pixel's own decision, 255 where ``offset + rho - f > 0`` (without the blink
+        feedback and neighbour matching, which change only the output: the update policy reads this).
+    blink : float32 (H, W)
+        Blinking accumulators: lower the decision level by ``gain`` (0: off) and, with
+        ``up``/``down`` > 0, move by the flips against ``prev`` (the previous raw mask)
+        outside ``post`` (the previous output mask), see :func:`_emit`.
+    match_radius, match_tries, seed, frame_no
+        Neighbour matching (:func:`_neighbour_match`; radius 0: off): a foreground pixel
+        whose value a neighbour's model explains is background.
     """
-    H, W, B, C, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
+    H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         for j in range(W):
             p = i * W + j
-            total, oldest = expansion_sum(_vec(frame, fb, p, C), _mat(samples, sb, p, B, C), _vec(coef, cb, p, B),
-                                          _vec(ring, rb, p, 2), GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
-            f = scale * total
-            s = offset + rho[i, j] - f
+            x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale)
             f_out[i, j] = f
-            oldest_out[i, j] = scale * oldest
-            score[i, j] = s
-            mask[i, j] = 255 if s > 0.0 else 0
+            oldest_out[i, j] = oldest
+            level = offset + rho[i, j]
+            own[i, j] = 255 if level - f > 0.0 else 0
+            sc = _level(level, blink, i, j, gain) - f
+            if sc > 0.0 and match_radius > 0:
+                sc = _neighbour_match(x, sc, samples, coef, ring, rho, sb, cb, rb, B, nc, H, W, i, j, p, scale, lut,
+                                      offset, match_radius, match_tries, seed, frame_no)
+            _emit(sc, blink, prev, post, i, j, gain, up, down, score, mask)
 
 
 @njit(cache=True, inline="always")
@@ -191,17 +270,22 @@ def background_image(samples, coef, ring, out):
 
 
 @njit(cache=True, inline="always")
-def _adaptive_prob(p_bg, adapt, rho, rho_lo):
-    """Per-pixel background update probability (SuBSENSE's adaptive T(x), driven by the offset).
+def _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho, rho_lo):
+    """Per-pixel background update probability (SuBSENSE's adaptive T(x)).
 
-    A pixel whose quantile offset fell towards ``rho_lo`` (its values are often
-    novel: a dynamic background) learns more often:
-    ``p = p_bg + (1 - p_bg) * min(1, adapt * rho / rho_lo)``; ``adapt = 0`` or
-    ``rho >= 0`` leaves ``p_bg``.
+    A pixel of a dynamic background learns more often:
+    ``p = p_bg + (1 - p_bg) * min(1, adapt * s)``, where the drive ``s`` is how far
+    the pixel's quantile offset fell towards ``rho_lo`` (``rho / rho_lo``), or, with
+    ``by_blink``, its blink accumulator ``v``. ``adapt = 0`` leaves ``p_bg``.
     """
-    if adapt <= 0.0 or rho >= 0.0 or rho_lo >= 0.0:
+    if adapt <= 0.0:
         return p_bg
-    w = adapt * rho / rho_lo
+    if by_blink:
+        w = adapt * np.float64(blink[i, j])
+    elif rho >= 0.0 or rho_lo >= 0.0:
+        return p_bg
+    else:
+        w = adapt * rho / rho_lo
     if w > 1.0:
         w = 1.0
     return p_bg + np.int64((PROB_ONE - p_bg) * w)
@@ -234,36 +318,48 @@ def _diffusion_source(nbr_mask, i, j, H, W, radius, p_diff, seed, frame_no, inde
 
 
 @njit(cache=True, inline="always")
-def _olkn_learn_neighbour(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, r, nu, C, rho0, rho_rule,
-                          p_diff, radius, seed, frame_no):
-    """Neighbour diffusion for OLK_N: one step on a background neighbour's value, if drawn.
-
-    Returns ``(stepped, rho)``."""
+def _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p_diff, radius, seed, frame_no):
+    """The neighbour value pixel ``p`` learns this frame (:func:`_diffusion_source`) with ``f`` and the evicted
+    term's share of the pixel's expansion at it: ``(q, x_q, f, f_oldest)``, ``q = -1`` when none is drawn."""
     q = _diffusion_source(nbr_mask, i, j, frame.shape[0], frame.shape[1], radius, p_diff, seed, frame_no, p)
+    xq = _vec(frame, fb, max(q, 0), nc)
     if q < 0:
-        return False, rho0
-    xq = _vec(frame, fb, q, nc)
+        return q, xq, 0.0, 0.0
     total, oldest = expansion_sum(xq, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
-    a, new_rho = olk_n_update(xq, scale * total, scale * oldest, sv, cf, rg, scale, r, nu, C, rho0, rho_rule, 1.0, 0.0)
+    return q, xq, scale * total, scale * oldest
+
+
+@njit(cache=True, inline="always")
+def _olkn_step(selected, x, f, f_oldest, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, r, nu, C, rho0,
+               rho_rule, p_diff, radius, seed, frame_no):
+    """OLK_N step of pixel ``p``: on its own value ``x`` when the policy ``selected`` it, else, if drawn, on a
+    background neighbour's value (:func:`_neighbour_value`). Returns ``(stepped, rho)``."""
+    if not selected:
+        q, x, f, f_oldest = _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p_diff,
+                                             radius, seed, frame_no)
+        if q < 0:
+            return False, rho0
+    a, new_rho = olk_n_update(x, f, f_oldest, sv, cf, rg, scale, r, nu, C, rho0, rho_rule, 1.0, 0.0)
     return True, new_rho
 
 
 @njit(cache=True, inline="always")
-def _norma_learn_neighbour(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, eta, lam, nu, rho0, p_diff,
-                           radius, seed, frame_no):
-    """Neighbour diffusion for nu-NORMA (see :func:`_olkn_learn_neighbour`). Returns ``(stepped, rho)``."""
-    q = _diffusion_source(nbr_mask, i, j, frame.shape[0], frame.shape[1], radius, p_diff, seed, frame_no, p)
-    if q < 0:
-        return False, rho0
-    xq = _vec(frame, fb, q, nc)
-    total, oldest = expansion_sum(xq, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
-    alpha, new_rho = norma_novelty_update(xq, scale * total, sv, cf, rg, scale, eta, lam, nu, rho0, 0.0)
+def _norma_step(selected, x, f, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, eta, lam, nu, rho0, p_diff,
+                radius, seed, frame_no):
+    """nu-NORMA step of pixel ``p`` (see :func:`_olkn_step`). Returns ``(stepped, rho)``."""
+    if not selected:
+        q, x, f, _ = _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p_diff, radius, seed,
+                                      frame_no)
+        if q < 0:
+            return False, rho0
+    alpha, new_rho = norma_novelty_update(x, f, sv, cf, rg, scale, eta, lam, nu, rho0, 0.0)
     return True, new_rho
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi,
-               adapt, p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask, stepped):
+               adapt, by_blink, p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask, stepped, blink, post,
+               gain, up, down):
     """One OLK_N frame in one pass: score every pixel, then step the selected ones.
 
     Equivalent to :func:`score_frame` (``offset = 1``) followed by
@@ -274,43 +370,36 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
     does not select may learn a neighbour's value instead (:func:`_diffusion_source`,
     ``nbr_mask`` = the previous frame's raw mask). ``stepped[i]`` receives the
     number of pixels of row ``i`` that stepped. ``adapt > 0`` raises the background
-    update probability of pixels whose offset dropped (:func:`_adaptive_prob`).
+    update probability of pixels whose offset dropped, or (``by_blink``) whose decisions
+    blink (:func:`_adaptive_prob`).
+    ``gain > 0`` lowers the decision level of blinking pixels (``blink``, moved by
+    ``up``/``down`` against ``nbr_mask``, as in :func:`score_frame`).
     """
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         n = 0
         for j in range(W):
             p = i * W + j
-            x = _vec(frame, fb, p, nc)
-            sv = _mat(samples, sb, p, B, nc)
-            cf = _vec(coef, cb, p, B)
-            rg = _vec(ring, rb, p, 2)
-            total, oldest = expansion_sum(x, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
-            f = scale * total
+            x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale)
             rho0 = rho[i, j]
-            sc = 1.0 + rho0 - f
-            fg = sc > 0.0
-            score[i, j] = sc
-            mask[i, j] = 255 if fg else 0
+            _emit(_level(1.0 + rho0, blink, i, j, gain) - f, blink, nbr_mask, post, i, j, gain, up, down, score, mask)
+            fg = 1.0 + rho0 - f > 0.0  # the policy reads the pixel's own decision, without the feedback
             if rho_rule == RHO_QUANTILE:
                 rho0 = olk_n_quantile_rho(f, rho0, rho_eta, rho_nu, rho_lo, rho_hi)
                 rho[i, j] = rho0
-            if _selected(fg, rg[1], B, _adaptive_prob(p_bg, adapt, rho0, rho_lo), p_fg, seed, frame_no, p):
-                a, new_rho = olk_n_update(x, f, scale * oldest, sv, cf, rg, scale, r, nu, C, rho0, rho_rule, 1.0, 0.0)
+            sel = _selected(fg, rg[1], B, _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho0, rho_lo), p_fg, seed,
+                            frame_no, p)
+            done, new_rho = _olkn_step(sel, x, f, oldest, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, r,
+                                       nu, C, rho0, rho_rule, p_diff, radius, seed, frame_no)
+            if done:
                 rho[i, j] = new_rho
                 n += 1
-            else:
-                done, new_rho = _olkn_learn_neighbour(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, r, nu,
-                                                      C, rho0, rho_rule, p_diff, radius, seed, frame_no)
-                if done:
-                    rho[i, j] = new_rho
-                    n += 1
         stepped[i] = n
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg, p_fg, p_diff, radius, seed,
-                frame_no, score, mask, nbr_mask, stepped):
+                frame_no, score, mask, nbr_mask, stepped, blink, post, gain, up, down):
     """One nu-NORMA frame in one pass (score ``rho - f``, then the selected pixels step;
     neighbour diffusion as in :func:`olkn_frame`)."""
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
@@ -318,33 +407,23 @@ def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg,
         n = 0
         for j in range(W):
             p = i * W + j
-            x = _vec(frame, fb, p, nc)
-            sv = _mat(samples, sb, p, B, nc)
-            cf = _vec(coef, cb, p, B)
-            rg = _vec(ring, rb, p, 2)
-            total, oldest = expansion_sum(x, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
-            f = scale * total
+            x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale)
             rho0 = rho[i, j]
-            sc = rho0 - f
-            fg = sc > 0.0
-            score[i, j] = sc
-            mask[i, j] = 255 if fg else 0
-            if _selected(fg, 1 if rg[1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p):
-                alpha, new_rho = norma_novelty_update(x, f, sv, cf, rg, scale, eta, lam, nu, rho0, 0.0)
+            _emit(_level(rho0, blink, i, j, gain) - f, blink, nbr_mask, post, i, j, gain, up, down, score, mask)
+            fg = rho0 - f > 0.0  # the policy reads the pixel's own decision, without the feedback
+            sel = _selected(fg, 1 if rg[1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p)
+            done, new_rho = _norma_step(sel, x, f, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, eta, lam,
+                                        nu, rho0, p_diff, radius, seed, frame_no)
+            if done:
                 rho[i, j] = new_rho
                 n += 1
-            else:
-                done, new_rho = _norma_learn_neighbour(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, eta,
-                                                       lam, nu, rho0, p_diff, radius, seed, frame_no)
-                if done:
-                    rho[i, j] = new_rho
-                    n += 1
         stepped[i] = n
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo,
-                      rho_hi, adapt, f_in, oldest_in, mask, p_bg, p_fg, p_diff, radius, seed, frame_no, stepped):
+                      rho_hi, adapt, by_blink, f_in, oldest_in, mask, p_bg, p_fg, p_diff, radius, seed, frame_no,
+                      stepped, blink):
     """OLK_N update at the pixels selected by an external ``mask`` (second pass after :func:`score_frame`).
 
     Used when the policy follows the post-processed mask (``update_mask="post"``);
@@ -364,18 +443,14 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho
             sv = _mat(samples, sb, p, B, nc)
             cf = _vec(coef, cb, p, B)
             rg = _vec(ring, rb, p, 2)
-            if _selected(mask[i, j] != 0, ring[i, j, 1], B, _adaptive_prob(p_bg, adapt, rho0, rho_lo), p_fg, seed,
-                         frame_no, p):
-                a, new_rho = olk_n_update(_vec(frame, fb, p, nc), f_in[i, j], oldest_in[i, j], sv, cf, rg, scale, r,
-                                          nu, C, rho0, rho_rule, 1.0, 0.0)
+            sel = _selected(mask[i, j] != 0, rg[1], B, _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho0, rho_lo),
+                            p_fg, seed, frame_no, p)
+            done, new_rho = _olkn_step(sel, _vec(frame, fb, p, nc), f_in[i, j], oldest_in[i, j], frame, fb, nc, mask,
+                                       i, j, p, sv, cf, rg, lut, scale, r, nu, C, rho0, rho_rule, p_diff, radius,
+                                       seed, frame_no)
+            if done:
                 rho[i, j] = new_rho
                 n += 1
-            else:
-                done, new_rho = _olkn_learn_neighbour(frame, fb, nc, mask, i, j, p, sv, cf, rg, lut, scale, r, nu, C,
-                                                      rho0, rho_rule, p_diff, radius, seed, frame_no)
-                if done:
-                    rho[i, j] = new_rho
-                    n += 1
         stepped[i] = n
 
 
@@ -391,17 +466,12 @@ def norma_update_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu
             sv = _mat(samples, sb, p, B, nc)
             cf = _vec(coef, cb, p, B)
             rg = _vec(ring, rb, p, 2)
-            if _selected(mask[i, j] != 0, 1 if ring[i, j, 1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p):
-                alpha, new_rho = norma_novelty_update(_vec(frame, fb, p, nc), f_in[i, j], sv, cf, rg, scale, eta,
-                                                      lam, nu, rho[i, j], 0.0)
+            sel = _selected(mask[i, j] != 0, 1 if rg[1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p)
+            done, new_rho = _norma_step(sel, _vec(frame, fb, p, nc), f_in[i, j], frame, fb, nc, mask, i, j, p, sv, cf,
+                                        rg, lut, scale, eta, lam, nu, rho[i, j], p_diff, radius, seed, frame_no)
+            if done:
                 rho[i, j] = new_rho
                 n += 1
-            else:
-                done, new_rho = _norma_learn_neighbour(frame, fb, nc, mask, i, j, p, sv, cf, rg, lut, scale, eta, lam,
-                                                       nu, rho[i, j], p_diff, radius, seed, frame_no)
-                if done:
-                    rho[i, j] = new_rho
-                    n += 1
         stepped[i] = n
 
 
@@ -416,13 +486,15 @@ def push_frame(frame, samples, coef, ring, value):
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def quantile_offsets(samples, coef, ring, scale, lut, q, rho):
-    """Set each pixel's ``rho`` to the ``q``-quantile of its leave-one-out ``f`` over its own samples.
+def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho):
+    """Set each pixel's ``rho`` to the ``q``-quantile of its leave-one-out ``f`` over its own samples,
+    minus ``shift``, clipped to ``[lo, hi]``.
 
     For every live sample ``x_k`` of a pixel, ``f(x_k)`` minus the sample's own
     term is evaluated; ``rho`` becomes the value of rank ``floor(q * count)`` of
     these, so a fraction ``q`` of the pixel's own values would score novel under
-    nu-NORMA's ``rho - f``. Used by the first-frame bootstrap.
+    nu-NORMA's ``rho - f`` (``shift = 0``) or OLK_N's ``1 + rho - f`` (``shift = 1``).
+    Used by the first-frame bootstrap.
     """
     H = samples.shape[0]
     W = samples.shape[1]
@@ -451,7 +523,7 @@ def quantile_offsets(samples, coef, ring, scale, lut, q, rho):
             k = int(q * count)
             if k >= count:
                 k = count - 1
-            rho[i, j] = v[k]
+            rho[i, j] = min(max(v[k] - shift, lo), hi)
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)

@@ -25,7 +25,8 @@ from bgsub.registry import ParamSpec
 from learners.expansion import needs_renormalise
 from learners.kernels import gaussian_lut
 
-__all__ = ["PixelKernelSubtractor", "COMMON_PARAMS", "with_defaults", "binary_median"]
+__all__ = ["PixelKernelSubtractor", "COMMON_PARAMS", "FEEDBACK_PARAMS", "with_defaults", "binary_median",
+           "fill_holes"]
 
 #: Parameters shared by every kernel subtractor (pre- and post-processing, policy).
 COMMON_PARAMS = (
@@ -75,13 +76,34 @@ COMMON_PARAMS = (
     ParamSpec("open", int, 0, "morphological opening of the mask, square size (0: off)", "pixels", 0, 15),
     ParamSpec("close", int, 0, "morphological closing of the mask, square size (0: off)", "pixels", 0, 15),
     ParamSpec("min_area", int, 0, "remove foreground blobs smaller than this (0: off)", "pixels", 0, 100000),
+    ParamSpec("fill_holes", int, 0,
+              "fill background holes smaller than this inside foreground blobs, after the median and "
+              "morphology (0: off)", "pixels", 0, 100000),
     ParamSpec("seed", int, 0, "seed of the update policy's random selection", "", 0, 2**31 - 1),
     ParamSpec("process_scale", float, 1.0,
               "model the frames at this fraction of their size (bilinear); masks, scores and the "
               "background image come back at the input's size (1: full size)", "ratio", 0.1, 1.0, live=False),
 )
 
+#: Per-pixel feedback and spatial tolerance of the decision (olkn, norma; :func:`fk.score_frame`).
+FEEDBACK_PARAMS = (
+    ParamSpec("blink_gain", float, 0.0,
+              "blinking-pixel feedback (SuBSENSE's v(x)): the decision level f < L becomes "
+              "L - blink_gain * v * |L|, where v in [0, 1] rises where the pixel's decision flickers (0: off)",
+              "", 0.0, 0.95),
+    ParamSpec("blink_up", float, 0.2, "rise of the blink accumulator v when the decision flips", "", 0.0, 1.0),
+    ParamSpec("blink_down", float, 0.02, "fall of the blink accumulator v on a steady frame", "", 0.0, 1.0),
+    ParamSpec("match_radius", int, 0,
+              "neighbour matching (spatial tolerance against camera jitter): a foreground pixel whose value one "
+              "of match_tries random neighbours' models explains, within a (2r+1)x(2r+1) square, is background "
+              "(0: off; needs a second pass per frame)", "pixels", 0, 3),
+    ParamSpec("match_tries", int, 8, "neighbour models tried by neighbour matching", "", 1, 48),
+)
+
 _PROB_ONE = fk.PROB_ONE
+
+#: Neighbourhood of the previous output's foreground in which decision flips do not count as blinking.
+_BLINK_MARGIN = np.ones((5, 5), np.uint8)
 
 #: Downscaling of ``process_scale``: bilinear (measured at 1920x1080 -> 480x270: 0.4 ms vs 3.2 ms for
 #: area averaging, and dev mean F of the fast preset 0.494 vs 0.498; docs/performance.md).
@@ -105,6 +127,24 @@ def binary_median(mask: np.ndarray, k: int) -> np.ndarray:
     """
     counts = cv2.boxFilter(mask >> 7, cv2.CV_16U, (k, k), normalize=False, borderType=cv2.BORDER_REPLICATE)
     return cv2.compare(counts, (k * k) // 2, cv2.CMP_GT)
+
+
+def fill_holes(mask: np.ndarray, max_area: int) -> np.ndarray:
+    """``mask`` (0/255) with its background components smaller than ``max_area`` pixels set to 255.
+
+    Background is 4-connected (so foreground blobs are 8-connected, as ``min_area``
+    counts them); a component touching the border counts as a hole too when small.
+    """
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(cv2.bitwise_not(mask), connectivity=4)
+    if n <= 1:
+        return mask
+    small = stats[:, cv2.CC_STAT_AREA] < max_area
+    small[0] = False  # label 0: the foreground itself
+    if not small.any():
+        return mask
+    out = mask.copy()
+    out[small[labels]] = 255
+    return out
 
 
 def checked_params(owner: str, specs: dict[str, ParamSpec], current: dict[str, Any],
@@ -214,7 +254,12 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
     rho_ : ndarray (H, W) of float64
         Offsets.
     prev_mask_ : ndarray (H, W) of uint8
-        Raw mask of the previous frame (neighbour diffusion reads it).
+        Raw mask of the previous frame (neighbour diffusion and the blink feedback read it).
+    blink_ : ndarray (H, W) of float32
+        Blinking accumulators ``v`` in [0, 1] (``blink_gain``; stays 0 when off).
+    post_mask_ : ndarray (H, W) of uint8
+        Output mask of the previous frame dilated 5x5, at the model's size (``blink_gain``: flips
+        inside it are an object's edges, not blinking; stays 0 when off).
     scale_ : float
         Global coefficient scale.
     n_frames_ : int
@@ -228,7 +273,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
     _SPECS: tuple[ParamSpec, ...] = ()
     _score_offset = 0.0
     #: State saved by :meth:`save` (see :mod:`bgsub.checkpoint`): every per-pixel state array, and scalars.
-    _STATE_ARRAYS: tuple[str, ...] = ("samples_", "coef_", "ring_", "rho_", "prev_mask_")
+    _STATE_ARRAYS: tuple[str, ...] = ("samples_", "coef_", "ring_", "rho_", "prev_mask_", "blink_", "post_mask_")
     _STATE_SCALARS: tuple[str, ...] = ("scale_", "n_frames_", "n_steps_", "relearn_left_")
 
     def __init__(self, **params: Any) -> None:
@@ -282,6 +327,8 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         self.rho_ = None
         self.scale_ = 1.0
         self.prev_mask_ = None
+        self.blink_ = None
+        self.post_mask_ = None
         self.n_frames_ = 0
         self.n_steps_ = 0
         self.relearn_left_ = 0
@@ -309,7 +356,10 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         self._f = np.zeros((H, W), dtype=np.float64)
         self._oldest = np.zeros((H, W), dtype=np.float64)
         self._rawmask = np.zeros((H, W), dtype=np.uint8)
+        self._own = np.zeros((H, W), dtype=np.uint8)
         self.prev_mask_ = np.zeros((H, W), dtype=np.uint8)
+        self.blink_ = np.zeros((H, W), dtype=np.float32)
+        self.post_mask_ = np.zeros((H, W), dtype=np.uint8)
         self._stepped = np.zeros(H, dtype=np.int64)
         self._mask = self._rawmask
 
@@ -381,6 +431,8 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         if p["close"] >= 2:
             k = np.ones((p["close"], p["close"]), np.uint8)
             mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, k)
+        if p["fill_holes"] > 0:
+            mask = fill_holes(mask, p["fill_holes"])
         if p["min_area"] > 0:
             n, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
             if n > 1:
@@ -421,8 +473,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
                 self._init_from_neighbours(img)
         if lr == 0.0:
             self._stepped[:] = 0
-            fk.score_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
-                           self._score_offset, self._score, self._f, self._oldest, self._rawmask)
+            self._score_pass(img, learn=False)
         mask = None
         if lr != 0.0:
             p_bg = _prob(self.params["update_prob"] if lr == -1 else lr)
@@ -431,22 +482,27 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
             if self.relearn_left_ > 0:
                 p_bg = p_fg = _PROB_ONE
                 self.relearn_left_ -= 1
-            if self.params["update_mask"] == "raw":
+            if self.params["update_mask"] == "raw" and self.params.get("match_radius", 0) == 0:
                 # score, raw mask and update in one pass; post-processing only filters the output.
                 # Diffusion reads the previous frame's raw mask (other rows are being written).
                 self._frame(img, p_bg, p_fg, p_diff, self._rawmask, self.prev_mask_)
-                self.prev_mask_[...] = self._rawmask
             else:
-                fk.score_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
-                               self._score_offset, self._score, self._f, self._oldest, self._rawmask)
-                mask = self._postprocess(self._rawmask)
-                self._update(img, mask, p_bg, p_fg, p_diff)
-                self.prev_mask_[...] = self._rawmask
+                # two passes: neighbour matching reads other pixels' models, which must not move meanwhile
+                self._score_pass(img, learn=True)
+                if self.params["update_mask"] == "raw":
+                    self._update(img, self._own, p_bg, p_fg, p_diff)
+                else:
+                    mask = self._postprocess(self._rawmask)
+                    self._update(img, mask, p_bg, p_fg, p_diff)
+            self.prev_mask_[...] = self._rawmask
             self.n_steps_ += int(self._stepped.sum())
             self._advance_scale()
             self._check_global_change()
         if mask is None:
             mask = self._postprocess(self._rawmask)
+        if self.params.get("blink_gain", 0.0) > 0:
+            # where the last output was foreground, or next to it, flips are an object's edges, not blinking
+            cv2.dilate(mask, _BLINK_MARGIN, dst=self.post_mask_)
         mask = self._unshift(mask, 0)
         self._mask = mask
         self.n_frames_ += 1
@@ -458,6 +514,24 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
                 fgmask[...] = mask
             return fgmask
         return self._full_size(mask, cv2.INTER_NEAREST)
+
+    def _blink_args(self, learn: bool = True) -> tuple:
+        """``(post, gain, up, down)`` of the blink feedback (``post``: the previous output mask); a frame
+        that does not learn leaves ``v`` alone."""
+        p = self.params
+        gain = p.get("blink_gain", 0.0)
+        if not learn:
+            return self.post_mask_, gain, 0.0, 0.0
+        return self.post_mask_, gain, p.get("blink_up", 0.0), p.get("blink_down", 0.0)
+
+    def _score_pass(self, img: np.ndarray, learn: bool) -> None:
+        """Score ``img`` without learning (:func:`fk.score_frame`), with the blink feedback and neighbour
+        matching; ``learn`` moves the blink accumulators."""
+        p = self.params
+        fk.score_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
+                       self._score_offset, self._score, self._f, self._oldest, self._rawmask, self._own, self.blink_,
+                       self.prev_mask_, *self._blink_args(learn), p.get("match_radius", 0), p.get("match_tries", 1),
+                       p["seed"], self.n_frames_)
 
     def _full_size(self, image: np.ndarray, interpolation: int, copy: bool = True) -> np.ndarray:
         """``image`` (at the processed size) at the input's size (``process_scale``); a copy."""
@@ -532,6 +606,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
             self._bootstrap_step(x, scratch)
             self._advance_scale()
         self._bootstrap_done()
+        self.blink_[...] = 0.0  # the bootstrap's decisions are not the stream's
 
     def _bootstrap_step(self, x: np.ndarray, scratch: np.ndarray) -> None:
         """One bootstrap step on the values ``x``: by default an ordinary learner step of every pixel."""

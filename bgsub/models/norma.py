@@ -12,8 +12,11 @@ Score ``rho - f(x)``; positive = novelty = foreground.
 
 from __future__ import annotations
 
+import numpy as np
+
 from bgsub.models import _frame_kernels as fk
-from bgsub.models.base import COMMON_PARAMS, PixelKernelSubtractor, from_preset, with_defaults
+from bgsub.models.base import (COMMON_PARAMS, FEEDBACK_PARAMS, PixelKernelSubtractor, from_preset,
+                               with_defaults)
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
 from learners.steps import norma_decay
 
@@ -31,12 +34,14 @@ NORMA_PARAMS = (
               "first-frame bootstrap (init=neighbours): 'quantile' stores the B neighbour values with coefficient "
               "eta and sets rho to the nu-quantile of f over them; 'steps' runs B ordinary nu-NORMA steps "
               "(keeps only a few values)", "", choices=("quantile", "steps"), live=False),
-) + with_defaults(COMMON_PARAMS, update_prob=1.0, fg_update_prob=0.05, update_mask="post")
+) + with_defaults(FEEDBACK_PARAMS, blink_gain=0.5) + with_defaults(COMMON_PARAMS, update_prob=1.0,
+                                                                     fg_update_prob=0.05, update_mask="post")
 
 NORMA_PRESETS = {
     "paper": {"width": 10.0, "eta": 0.001, "lam": 0.0001, "nu": 0.1, "budget": 20, "color": "bgr",
               "blur": 0.0, "init": "empty", "update_prob": 1.0, "fg_update_prob": 1.0, "update_mask": "raw",
-              "median": 0, "open": 0, "close": 0, "min_area": 0, "init_radius": 1, "init_rho": "steps"},
+              "median": 0, "open": 0, "close": 0, "min_area": 0, "init_radius": 1, "init_rho": "steps",
+              "blink_gain": 0.0},
 }
 
 
@@ -75,7 +80,7 @@ class NORMASubtractor(PixelKernelSubtractor):
         p = self.params
         fk.norma_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["eta"],
                        p["lam"], p["nu"], p_bg, p_fg, p_diff, p["diffuse_radius"], p["seed"], self.n_frames_,
-                       self._score, mask_out, nbr_mask, self._stepped)
+                       self._score, mask_out, nbr_mask, self._stepped, self.blink_, *self._blink_args())
 
     def _update(self, img, mask, p_bg, p_fg, p_diff):
         p = self.params
@@ -97,7 +102,7 @@ class NORMASubtractor(PixelKernelSubtractor):
         # ... and sets each pixel's rho to the nu-quantile of f over its own values
         if self.params["init_rho"] == "quantile":
             fk.quantile_offsets(self.samples_, self.coef_, self.ring_, self.scale_, self.lut(), self.params["nu"],
-                                self.rho_)
+                                0.0, -np.inf, np.inf, self.rho_)
 
     def _decay(self) -> float:
         return float(norma_decay(self.params["eta"], self.params["lam"]))

@@ -13,7 +13,8 @@ Score ``1 + rho - f(x)``; positive = novelty = foreground.
 from __future__ import annotations
 
 from bgsub.models import _frame_kernels as fk
-from bgsub.models.base import COMMON_PARAMS, PixelKernelSubtractor, from_preset, with_defaults
+from bgsub.models.base import (COMMON_PARAMS, FEEDBACK_PARAMS, PixelKernelSubtractor, from_preset,
+                               with_defaults)
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
 from learners.steps import RHO_QUANTILE, RHO_RULES, olk_decay
 
@@ -38,20 +39,30 @@ OLKN_PARAMS = (
               "quantile rule: lowest offset (threshold f < 1 + rho_min; > -1 keeps unexplained values novel)", "",
               -0.99, 0.0),
     ParamSpec("rho_max", float, 0.0, "quantile rule: highest offset", "", 0.0, 10.0),
+    ParamSpec("init_rho", str, "zero",
+              "offsets after the first-frame bootstrap (init=neighbours, quantile rule): 'zero', or 'quantile': "
+              "each pixel's rho_nu-quantile of 1 - f over its bootstrap values (leave-one-out), within "
+              "[rho_min, rho_max], so a pixel with a varied neighbourhood starts with a lower threshold", "",
+              choices=("zero", "quantile"), live=False),
     ParamSpec("adapt_update", float, 0.0,
               "per-pixel update probability (quantile rule): a pixel whose offset fell towards rho_min learns more "
               "often, p = update_prob + (1 - update_prob) * min(1, adapt_update * rho / rho_min) (0: off)", "",
               0.0, 10.0),
-) + with_defaults(COMMON_PARAMS, diffuse_prob=0.2)
+    ParamSpec("adapt_by", str, "offset",
+              "what drives adapt_update: 'offset' (how far rho fell towards rho_min) or 'blink' (the blink "
+              "accumulator v of blink_gain's feedback, which moves only while blink_gain > 0)", "",
+              choices=("offset", "blink")),
+) + with_defaults(FEEDBACK_PARAMS, blink_gain=0.9, blink_up=0.1) + with_defaults(COMMON_PARAMS, diffuse_prob=0.2)
 
 #: Named parameter sets; "paper" is Li et al.'s setting with the unconditional update.
 OLKN_PRESETS = {
     "paper": {"width": 10.0, "r": 0.001, "nu": 0.1, "C": 0.2, "budget": 20, "rho_rule": "paper",
               "color": "bgr", "blur": 0.0, "init": "empty", "update_prob": 1.0, "fg_update_prob": 1.0,
               "update_mask": "raw", "median": 0, "open": 0, "close": 0, "min_area": 0, "init_radius": 1,
-              "diffuse_prob": 0.0},
-    # HD at speed: the model at a quarter of the frame size, a 3x3 median there (docs/performance.md)
-    "fast": {"process_scale": 0.25, "median": 3},
+              "diffuse_prob": 0.0, "blink_gain": 0.0},
+    # HD at speed: the model at a quarter of the frame size, a 3x3 median there (docs/performance.md);
+    # without the blink feedback, as measured there
+    "fast": {"process_scale": 0.25, "median": 3, "blink_gain": 0.0},
 }
 
 
@@ -96,19 +107,25 @@ class OLKNSubtractor(PixelKernelSubtractor):
     def _rho_args(self):
         p = self.params
         return (OLKN_RHO_RULES[p["rho_rule"]], p["rho_eta"], p["rho_nu"], p["rho_min"], p["rho_max"],
-                p["adapt_update"])
+                p["adapt_update"], p["adapt_by"] == "blink")
 
     def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
         p = self.params
         fk.olkn_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["r"],
                       p["nu"], p["C"], *self._rho_args(), p_bg, p_fg, p_diff, p["diffuse_radius"], p["seed"],
-                      self.n_frames_, self._score, mask_out, nbr_mask, self._stepped)
+                      self.n_frames_, self._score, mask_out, nbr_mask, self._stepped, self.blink_, *self._blink_args())
 
     def _update(self, img, mask, p_bg, p_fg, p_diff):
         p = self.params
         fk.olkn_update_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["r"],
                              p["nu"], p["C"], *self._rho_args(), self._f, self._oldest, mask, p_bg, p_fg, p_diff,
-                             p["diffuse_radius"], p["seed"], self.n_frames_, self._stepped)
+                             p["diffuse_radius"], p["seed"], self.n_frames_, self._stepped, self.blink_)
+
+    def _bootstrap_done(self):
+        p = self.params
+        if p["init_rho"] == "quantile" and p["rho_rule"] == "quantile":
+            fk.quantile_offsets(self.samples_, self.coef_, self.ring_, self.scale_, self.lut(), p["rho_nu"], 1.0,
+                                p["rho_min"], p["rho_max"], self.rho_)
 
     def _decay(self) -> float:
         return float(olk_decay(self.params["r"]))

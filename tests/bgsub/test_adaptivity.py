@@ -135,7 +135,7 @@ def test_phase_stabilisation_undoes_camera_shifts():
               for fr, (dx, dy) in zip(frames, shifts)]
     fg = {}
     for mode in ("off", "phase"):
-        sub = bgsub.create("olkn", stabilise=mode, diffuse_prob=0.0, init_radius=1)
+        sub = bgsub.create("olkn", stabilise=mode, diffuse_prob=0.0, init_radius=1, blink_gain=0.0)
         found = []
         masks = []
         for fr in shaken:
