@@ -14,7 +14,8 @@ What is saved is declared by the classes: ``_STATE_ARRAYS`` names the per-pixel
 state arrays (allocated by ``_allocate``) and ``_STATE_SCALARS`` the scalar
 state; a subclass with more state lists it there. A class whose state layout
 changed sets ``_STATE_LAYOUT`` (an int, 1 when absent); a checkpoint saved with
-another layout is refused with a clear message. OpenCV's subtractors (``knn``,
+another layout is refused with a clear message, unless the class converts it with
+``_upgrade_checkpoint(layout, params, arrays) -> (params, arrays)`` (None: cannot). OpenCV's subtractors (``knn``,
 ``mog2``) keep their model inside OpenCV and cannot be saved.
 """
 
@@ -117,8 +118,14 @@ def load(path: str | os.PathLike, algorithm: str | None = None):
     array_names, scalar_names = _state_names(type(sub))
     layout, saved_layout = getattr(type(sub), "_STATE_LAYOUT", 1), meta.get("state_layout", 1)
     if saved_layout != layout:
-        raise CheckpointError(f"{path} holds a model of {algo} in state layout {saved_layout}, from another version; "
-                              f"this version uses layout {layout} and cannot continue it: start a new model")
+        upgrade = getattr(type(sub), "_upgrade_checkpoint", None)
+        upgraded = upgrade(saved_layout, dict(meta["params"]), dict(arrays)) if upgrade is not None else None
+        if upgraded is None:
+            raise CheckpointError(f"{path} holds a model of {algo} in state layout {saved_layout}, from another "
+                                  f"version; this version uses layout {layout} and cannot continue it: "
+                                  "start a new model")
+        params, arrays = upgraded
+        sub = create(algo, **params)
     shape = meta.get("frame_shape")
     if shape is not None:
         try:

@@ -275,6 +275,19 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
     #: State saved by :meth:`save` (see :mod:`bgsub.checkpoint`): every per-pixel state array, and scalars.
     _STATE_ARRAYS: tuple[str, ...] = ("samples_", "coef_", "ring_", "rho_", "prev_mask_", "blink_", "post_mask_")
     _STATE_SCALARS: tuple[str, ...] = ("scale_", "n_frames_", "n_steps_", "relearn_left_")
+    #: 2: ``blink_`` and ``post_mask_`` (the blink feedback) joined the state.
+    _STATE_LAYOUT = 2
+
+    @classmethod
+    def _upgrade_checkpoint(cls, layout: int, params: dict, arrays: dict) -> tuple[dict, dict] | None:
+        """A layout-1 checkpoint (before the blink feedback) as layout 2: the feedback off, as it was then."""
+        if layout != 1:
+            return None
+        params = {**params, "blink_gain": 0.0}
+        if "samples_" in arrays:
+            H, W = arrays["samples_"].shape[:2]
+            arrays = {"blink_": np.zeros((H, W), np.float32), "post_mask_": np.zeros((H, W), np.uint8), **arrays}
+        return params, arrays
 
     def __init__(self, **params: Any) -> None:
         specs = {p.name: p for p in self._SPECS}

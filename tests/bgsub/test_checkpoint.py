@@ -12,7 +12,7 @@ import pytest
 import bgsub
 from bgsub.checkpoint import CheckpointError
 from bgsub.models import NORMASubtractor, OLKNSubtractor
-from learners._persist import FORMAT_VERSION, write_checkpoint
+from learners._persist import FORMAT_VERSION, read_checkpoint, write_checkpoint
 
 
 def _frames(T=24, H=12, W=16, C=3, seed=0):
@@ -124,6 +124,30 @@ def test_wrong_version_and_shape_are_refused(tmp_path):
             zf.writestr(k + ".npy", b.getvalue())
     with pytest.raises(CheckpointError, match="format version 2"):
         bgsub.load(tmp_path / "v.npz")
+
+
+@pytest.mark.parametrize("algo", ["olkn", "norma"])
+def test_a_checkpoint_from_before_the_blink_feedback_continues_with_it_off(tmp_path, algo):
+    frames = _frames()
+    whole = bgsub.create(algo, blink_gain=0.0)
+    first = bgsub.create(algo, blink_gain=0.0)
+    for f in frames[:10]:
+        first.apply(f)
+    meta, arrays = read_checkpoint(first.save(tmp_path / "new.npz"))
+    # as the version before the feedback wrote it: layout 1, no blink parameters or arrays
+    params = {k: v for k, v in meta.pop("params").items() if not k.startswith("blink_")}
+    arrays = {k: v for k, v in arrays.items() if k not in ("blink_", "post_mask_")}
+    extra = {k: v for k, v in meta.items() if k not in ("format", "version", "kind")}
+    write_checkpoint(tmp_path / "old.npz", algo, params, arrays, **dict(extra, state_layout=1))
+    resumed = bgsub.load(tmp_path / "old.npz")
+    assert resumed.params["blink_gain"] == 0.0 and resumed.n_frames_ == 10
+    expected = [whole.apply(f) for f in frames][10:]
+    got = [resumed.apply(f) for f in frames[10:]]
+    assert all(np.array_equal(a, b) for a, b in zip(expected, got))
+    # a layout this version does not know is refused, not guessed at
+    write_checkpoint(tmp_path / "future.npz", algo, params, arrays, **dict(extra, state_layout=9))
+    with pytest.raises(CheckpointError, match="state layout 9, from another version.*start a new model"):
+        bgsub.load(tmp_path / "future.npz")
 
 
 def test_object_arrays_are_never_loaded(tmp_path):
