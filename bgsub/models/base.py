@@ -280,8 +280,11 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
 
     @classmethod
     def _upgrade_checkpoint(cls, layout: int, params: dict, arrays: dict) -> tuple[dict, dict] | None:
-        """A layout-1 checkpoint (before the blink feedback) as layout 2: the feedback off, as it was then."""
-        if layout != 1:
+        """A layout-1 checkpoint (before the blink feedback) as layout 2: the feedback off, as it was then.
+
+        Only for classes whose state holds the feedback's arrays (not SVMD's own layout).
+        """
+        if layout != 1 or "blink_" not in cls._STATE_ARRAYS:
             return None
         params = {**params, "blink_gain": 0.0}
         if "samples_" in arrays:

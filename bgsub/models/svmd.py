@@ -73,7 +73,6 @@ class SVMDSubtractor(PixelKernelSubtractor):
     #: Every per-pixel state array (what a checkpoint must save and restore).
     _STATE_ARRAYS = ("samples_", "alpha_", "beta_", "ring_", "state_", "offset_")
     _STATE_LAYOUT = 1  # its own state: the kernel subtractors' layout changes do not apply
-    _upgrade_checkpoint = None
 
     # coef_ and rho_ are derived views, so a restored alpha_/state_ cannot go stale
     @property
