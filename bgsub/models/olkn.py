@@ -12,11 +12,12 @@ Score ``1 + rho - f(x)``; positive = novelty = foreground.
 
 from __future__ import annotations
 
+from bgsub.models import _bounded_frame as bf
 from bgsub.models import _frame_kernels as fk
 from bgsub.models.base import (COMMON_PARAMS, FEEDBACK_PARAMS, PixelKernelSubtractor, from_preset,
                                with_defaults)
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
-from learners.steps import RHO_QUANTILE, RHO_RULES, olk_decay
+from learners.steps import RHO_PRIMAL, RHO_QUANTILE, RHO_RULES, olk_decay
 
 __all__ = ["OLKNSubtractor", "createOLKN", "OLKN_PARAMS", "OLKN_PRESETS", "OLKN_RHO_RULES"]
 
@@ -52,6 +53,11 @@ OLKN_PARAMS = (
               "what drives adapt_update: 'offset' (how far rho fell towards rho_min) or 'blink' (the blink "
               "accumulator v of blink_gain's feedback, which moves only while blink_gain > 0)", "",
               choices=("offset", "blink")),
+    ParamSpec("score_map", str, "bounded",
+              "'bounded': a pixel sums its kernel expansion only where a bound from its last full sum does not "
+              "settle its decisions (masks, offsets and learning as with 'exact', several times faster; the score "
+              "map elsewhere is within the bound, of the same sign); 'exact': every pixel's full sum every frame, "
+              "for exact score maps (ROC curves, score thresholds)", "", choices=("bounded", "exact")),
 ) + with_defaults(FEEDBACK_PARAMS, blink_gain=0.9, blink_up=0.1) + with_defaults(COMMON_PARAMS, diffuse_prob=0.2)
 
 #: Named parameter sets; "paper" is Li et al.'s setting with the unconditional update.
@@ -109,14 +115,31 @@ class OLKNSubtractor(PixelKernelSubtractor):
         return (OLKN_RHO_RULES[p["rho_rule"]], p["rho_eta"], p["rho_nu"], p["rho_min"], p["rho_max"],
                 p["adapt_update"], p["adapt_by"] == "blink")
 
+    def _bounded(self) -> bool:
+        """Whether frames run :func:`bf.olkn_frame_bounded` (``score_map="bounded"``; not under eq. 68, whose
+        offset reads ``f`` after every step)."""
+        p = self.params
+        return p["score_map"] == "bounded" and OLKN_RHO_RULES[p["rho_rule"]] != RHO_PRIMAL
+
     def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
         p = self.params
+        if self._bounded():
+            bf.olkn_frame_bounded(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
+                                  p["r"], p["nu"], p["C"], *self._rho_args(), p_bg, p_fg, p_diff, p["diffuse_radius"],
+                                  p["seed"], self.n_frames_, self._score, mask_out, nbr_mask, self._stepped,
+                                  self.blink_, *self._blink_args(), self._ref, self._ref_sum, self._ref_mass,
+                                  bf.gaussian_slope(p["width"]), not self._cache_valid, self._summed, self._todo,
+                                  self._todo_q)
+            self._cache_valid = True
+            return
+        self._cache_valid = False
         fk.olkn_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["r"],
                       p["nu"], p["C"], *self._rho_args(), p_bg, p_fg, p_diff, p["diffuse_radius"], p["seed"],
                       self.n_frames_, self._score, mask_out, nbr_mask, self._stepped, self.blink_, *self._blink_args())
 
     def _update(self, img, mask, p_bg, p_fg, p_diff):
         p = self.params
+        self._cache_valid = False
         fk.olkn_update_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["r"],
                              p["nu"], p["C"], *self._rho_args(), self._f, self._oldest, mask, p_bg, p_fg, p_diff,
                              p["diffuse_radius"], p["seed"], self.n_frames_, self._stepped, self.blink_)

@@ -265,6 +265,18 @@ class _WriteBehind:
         self._thread.join()
 
 
+def exact_scores(subtractor) -> None:
+    """Ask ``subtractor`` for exact score maps from its next frame on.
+
+    A kernel subtractor with ``score_map="bounded"`` (olkn's default) sums a pixel's expansion only
+    where its decisions need it, so its score map elsewhere is exact in sign only; ROC curves and
+    score thresholds need the values. Subtractors without that parameter are left alone.
+    """
+    params = getattr(subtractor, "params", None)
+    if isinstance(params, dict) and params.get("score_map") == "bounded":
+        subtractor.set_params(score_map="exact")
+
+
 class Pipeline:
     """A subtractor with its pre-processing, post-processing and sinks.
 
@@ -324,11 +336,13 @@ class Pipeline:
         """
         sub = self.subtractor
         work = self.region.prepare(frame.image)
+        want_score = self.keep_score or self.threshold != 0.0 or self._wants("needs_score")
+        if want_score:
+            exact_scores(sub)
         t0 = time.perf_counter()
         mask = sub.apply(work)
         self.apply_seconds += time.perf_counter() - t0
         score = None
-        want_score = self.keep_score or self.threshold != 0.0 or self._wants("needs_score")
         if want_score and callable(getattr(sub, "getScoreMap", None)):
             score = sub.getScoreMap()
             if score is not None:

@@ -57,18 +57,26 @@ def test_olkn_pixel_equals_scalar_step(rule, r, update_mask):
     # r = 0.2 renormalises the global scale (at ~126 frames)
     frames = _stream()
     params = dict(RAW_KERNEL, width=30.0, r=r, nu=0.1, C=0.2, budget=20, rho_rule=rule, update_mask=update_mask)
-    sub = bgsub.createOLKN(**params)
-    scores, masks = [], []
-    for fr in frames:
-        masks.append(sub.apply(fr))
-        scores.append(sub.getScoreMap())
-    scores = np.array(scores)
-    masks = np.array(masks)
+    runs = {}
+    for score_map in ("exact", "bounded"):
+        sub = bgsub.createOLKN(**params, score_map=score_map)
+        scores, masks = [], []
+        for fr in frames:
+            masks.append(sub.apply(fr))
+            scores.append(sub.getScoreMap())
+        runs[score_map] = np.array(scores), np.array(masks), sub
+    scores, masks, sub = runs["exact"]
     assert np.all(np.isfinite(scores))
     for (i, j) in [(0, 0), (1, 2), (2, 3), (3, 4)]:
         ref = _scalar_olkn(frames[:, i, j], 20, 30.0, r, 0.1, 0.2, rule)
         np.testing.assert_array_equal(scores[:, i, j], ref)  # bit for bit
         np.testing.assert_array_equal(masks[:, i, j], np.where(ref > 0, 255, 0))
+    # the bounded engine: the same masks and model, scores of the same sign
+    b_scores, b_masks, b_sub = runs["bounded"]
+    np.testing.assert_array_equal(b_masks, masks)
+    np.testing.assert_array_equal(b_scores > 0, scores > 0)
+    for name in ("samples_", "coef_", "ring_", "rho_"):
+        np.testing.assert_array_equal(getattr(b_sub, name), getattr(sub, name))
     # the objects stand out (with r = 0.2 the model forgets too fast to say much)
     if r < 0.01:
         assert masks[[60, 61, 95, 96, 130, 131], 1, 2].mean() > masks[100:125, 0, 0].mean()
@@ -103,7 +111,7 @@ def test_olkn_pixel_matches_the_olk_one_class_estimator():
     if not hasattr(learners, "OLKOneClass"):
         pytest.skip("learners.OLKOneClass not available")
     frames = _stream(T=80)
-    sub = bgsub.createOLKN(**RAW_KERNEL, width=20.0, budget=7, rho_rule="paper")
+    sub = bgsub.createOLKN(**RAW_KERNEL, width=20.0, budget=7, rho_rule="paper", score_map="exact")
     scores = np.array([(sub.apply(fr), sub.getScoreMap())[1] for fr in frames])
     est = learners.OLKOneClass(kernel="gaussian", width=20.0, budget=7, C=0.2, nu=0.1, r=0.001)
     ref = []

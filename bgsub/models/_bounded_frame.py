@@ -1,0 +1,329 @@
+"""OLK_N frames that skip the kernel sum wherever a bound settles every decision.
+
+:func:`bgsub.models._frame_kernels.olkn_frame` evaluates every pixel's full
+expansion ``f_t(x) = scale * sum_b coef_b k(x, s_b)`` every frame: ``B`` kernel
+values and 140 bytes of state per pixel (``B = 20`` colour samples and their
+coefficients), most of a frame's time. Yet almost every decision is far from its
+level: a road pixel sees ``f`` near 2 against a level near 1 frame after frame.
+
+Each pixel keeps a reference value ``ref`` (its value at the last full sum), the
+unscaled sum there, ``ref_sum = sum_b coef_b k(ref, s_b)``, and the unscaled mass
+``ref_mass = sum_b coef_b`` (all coefficients of OLK_N are positive). The Gaussian
+``k = exp(-d^2 / width^2)`` is Lipschitz in the value with constant
+``slope = sqrt(2) exp(-1/2) / width`` (its steepest point, ``d = width / sqrt(2)``),
+so for the new value ``x``
+
+    |f_t(x) - scale * ref_sum| <= scale * ref_mass * (slope * ||x - ref|| + BOUND_SLACK)
+
+(``BOUND_SLACK`` covers the table's float32 rounding and truncation and the
+rounding of the cached sums). A pixel whose interval ``[lo, hi]`` lies on one side
+of each level it is compared with -- its own decision level ``1 + rho``, the
+blink-lowered output level, and, when it steps, the points where the multiplier
+``a = clip(1 + r - f, nu, C)`` saturates -- needs no sum: the decisions, the
+offset and the learnt term are those the full sum would give, bit for bit, and
+the learner step is the same :func:`learners.steps.olk_n_update` (called with a
+surrogate ``f`` in the same saturated range). Every other pixel sums in full and
+takes its value as the new reference. A step keeps the cache exact by adding the
+new term's share at ``ref`` and removing the evicted one's (two table reads), so
+steps do not force sums either. Every pixel sums in full at least every
+``REFRESH_PERIOD`` frames, which bounds the rounding drift of the cache.
+
+What is *not* the full sum: the score map of a pixel that skipped its sum is
+``level - scale * ref_sum`` (within the bound of the exact score and of the same
+sign, so ``score > 0`` is still the raw mask). Callers that need exact scores
+(ROC curves, score thresholds) use ``score_map="exact"``.
+
+The offset rules supported are those whose step needs only the saturation of
+``a`` (``quantile`` and ``paper``: eq. 69 leaves ``rho`` alone at a saturated
+``a``); eq. 68 (``primal``) reads ``f_{t+1}`` and runs the full engine.
+
+This module imports only numpy, numba, the learners' jitted core and the frame
+loops' helpers.
+"""
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from bgsub.models._frame_kernels import (_adaptive_prob, _diffusion_source, _emit, _expansion_layout, _level,
+                                         _mat, _selected, _vec)
+from learners.expansion import expansion_sum
+from learners.kernels import GAUSSIAN_LUT
+from learners.steps import RHO_QUANTILE, olk_n_quantile_rho, olk_n_update
+
+#: Every pixel's sum is recomputed in full at least this often (frames; a power of two).
+REFRESH_PERIOD = 32
+#: Slack of the bound per unit of coefficient mass (float32 table rounding and truncation, the
+#: cache's float32 rounding over ``REFRESH_PERIOD`` steps: about 5e-6 at most).
+BOUND_SLACK = 2e-5
+#: Margin kept from the multiplier's saturation points (their floating-point evaluation).
+SATURATION_MARGIN = 1e-9
+
+
+def gaussian_slope(width: float) -> float:
+    """Lipschitz constant of ``exp(-d^2 / width^2)`` in ``d``: ``sqrt(2) exp(-1/2) / width`` (slightly
+    rounded up)."""
+    return float(np.sqrt(2.0) * np.exp(-0.5) / width) * (1.0 + 1e-6)
+
+
+#: How many deferred pixels ahead the second loop prefetches their state.
+PREFETCH_AHEAD = 8
+
+
+@intrinsic
+def _prefetch(typingctx, address):
+    """Hint the cache to load the line at ``address`` (LLVM's ``prefetch``: read, high locality)."""
+    sig = types.void(types.intp)
+
+    def codegen(context, builder, signature, args):
+        ptr = builder.inttoptr(args[0], ir.PointerType(ir.IntType(8)))
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        builder.call(fn, [ptr, ir.Constant(i32, 1), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@njit(cache=True, inline="always")
+def _prefetch_state(sb, cb, rb, p, B, nc):
+    """Prefetch pixel ``p``'s samples, coefficients and ring (the first and last byte of each)."""
+    a = sb + p * B * nc
+    _prefetch(a)
+    _prefetch(a + B * nc - 1)
+    a = cb + p * B * 4
+    _prefetch(a)
+    _prefetch(a + B * 4 - 1)
+    _prefetch(rb + p * 16)
+
+
+@njit(cache=True, inline="always")
+def _sq_dist(x, y, nc):
+    d2 = 0
+    for c in range(nc):
+        e = np.int32(x[c]) - np.int32(y[c])
+        d2 += e * e
+    return d2
+
+
+@njit(cache=True, inline="always")
+def _table(lut, d2):
+    return np.float64(lut[d2]) if d2 < lut.shape[0] else 0.0
+
+
+@njit(cache=True, inline="always")
+def _recentre(x, xr, sv, cf, rg, ref_sum, ref_mass, i, j, nc, B, lut):
+    """Full sum of the pixel's expansion at ``x``; ``x`` becomes its reference. Returns ``(total, oldest)``
+    (unscaled, as :func:`learners.expansion.expansion_sum`)."""
+    total, oldest = expansion_sum(x, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+    mass = 0.0
+    if rg[1] == B:
+        for b in range(B):
+            mass += np.float64(cf[b])
+    else:
+        for k in range(rg[1]):
+            slot = rg[0] + k
+            if slot >= B:
+                slot -= B
+            mass += np.float64(cf[slot])
+    for c in range(nc):
+        xr[c] = x[c]
+    ref_sum[i, j] = np.float32(total)
+    ref_mass[i, j] = np.float32(mass)
+    return total, oldest
+
+
+@njit(cache=True, inline="always")
+def _surrogate(lo, hi, a_hi, a_lo):
+    """``(True, f)`` with a value ``f`` that gives the multiplier every ``f`` in ``[lo, hi]`` gives, or
+    ``(False, 0)`` when the interval reaches into the unsaturated range (``1 + r - C < f < 1 + r - nu``).
+    (No NaN sentinel: the loops are compiled with fastmath, which assumes there is none.)"""
+    if lo >= a_hi + SATURATION_MARGIN:
+        return True, lo
+    if hi <= a_lo - SATURATION_MARGIN:
+        return True, hi
+    return False, 0.0
+
+
+@njit(cache=True, inline="always")
+def _tracked_step(x, f, f_oldest, sv, cf, rg, xr, ref_sum, ref_mass, i, j, nc, B, lut, scale, r, nu, C, rho0,
+                  rho_rule):
+    """:func:`learners.steps.olk_n_update` on ``x``, keeping the pixel's cached sum and mass at its
+    reference exact: the evicted term's share leaves, the new term's enters. Returns the new offset."""
+    start = rg[0]
+    count = rg[1]
+    removed = 0.0
+    removed_mass = 0.0
+    if count == B:
+        slot = start
+        removed_mass = np.float64(cf[slot])
+        d2 = 0
+        for c in range(nc):
+            e = np.int32(sv[slot, c]) - np.int32(xr[c])
+            d2 += e * e
+        removed = removed_mass * _table(lut, d2)
+    else:
+        slot = start + count
+        if slot >= B:
+            slot -= B
+    _, new_rho = olk_n_update(x, f, f_oldest, sv, cf, rg, scale, r, nu, C, rho0, rho_rule, 1.0, 0.0)
+    added_mass = np.float64(cf[slot])
+    added = added_mass * _table(lut, _sq_dist(x, xr, nc))
+    ref_sum[i, j] = np.float32(np.float64(ref_sum[i, j]) + added - removed)
+    ref_mass[i, j] = np.float32(np.float64(ref_mass[i, j]) + added_mass - removed_mass)
+    return new_rho
+
+
+@njit(cache=True, inline="always")
+def _bound(x, xr, ref_sum, ref_mass, i, j, nc, scale, slope):
+    """``(lo, hi)``: where the pixel's ``f`` at ``x`` lies, from its cached sum at ``xr``."""
+    f = scale * np.float64(ref_sum[i, j])
+    beta = scale * np.float64(ref_mass[i, j]) * (slope * np.sqrt(np.float64(_sq_dist(x, xr, nc))) + BOUND_SLACK)
+    return f - beta, f + beta
+
+
+#: Deferred work of a row (second loop): the pixel's column, tagged.
+_EXACT = 1 << 28  # its decisions need the full sum
+_DIFFUSE = 1 << 29  # it learns a neighbour's value (``todo_q``)
+_COLUMN = (1 << 28) - 1
+
+
+@njit(cache=True, parallel=True, fastmath=True, nogil=True)
+def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo,
+                       rho_hi, adapt, by_blink, p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask,
+                       stepped, blink, post, gain, up, down, ref, ref_sum, ref_mass, slope, refresh_all, summed,
+                       todo, todo_q):
+    """:func:`bgsub.models._frame_kernels.olkn_frame` with sums only where a bound does not decide.
+
+    The arguments up to ``down`` are :func:`~bgsub.models._frame_kernels.olkn_frame`'s; the masks,
+    offsets, blink accumulators, steps and model state it leaves are the same (see the module
+    docstring for the score map).
+
+    Each row runs two loops: the first decides every pixel it can from the bounds (scores, masks,
+    blink accumulators, offsets, the update policy's draws) and lists the rest -- pixels that need
+    their full sum, and pixels that step -- which the second loop handles. Kept apart, the first
+    loop stays small and fast; the state arrays are touched only by the second.
+
+    Parameters
+    ----------
+    ref : uint8 (H, W, C)
+        Each pixel's reference value (written where a pixel sums in full).
+    ref_sum, ref_mass : float32 (H, W)
+        Unscaled sum of the pixel's expansion at ``ref``, and of its coefficients (kept exact
+        through steps).
+    slope : float
+        :func:`gaussian_slope` of the table's width.
+    refresh_all : bool
+        Every pixel sums in full (the cache is not valid: first frame, new parameters, another
+        engine moved the state).
+    summed : int64 (H,)
+        Output: the number of pixels of each row that summed in full.
+    todo, todo_q : int32 (H, W)
+        Scratch: each row's deferred pixels.
+    """
+    H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
+    refb = ref.ctypes.data
+    a_hi = 1.0 + r - nu  # f >= a_hi: a = nu
+    a_lo = 1.0 + r - C  # f <= a_lo: a = C
+    period = REFRESH_PERIOD - 1
+    for i in prange(H):
+        # first loop: everything the bounds decide
+        n_todo = 0
+        for j in range(W):
+            p = i * W + j
+            if refresh_all or ((frame_no + i + j) & period) == 0:
+                todo[i, n_todo] = j | _EXACT
+                n_todo += 1
+                continue
+            rho0 = rho[i, j]
+            level = 1.0 + rho0
+            out_level = _level(level, blink, i, j, gain)
+            lo, hi = _bound(_vec(frame, fb, p, nc), _vec(ref, refb, p, nc), ref_sum, ref_mass, i, j, nc, scale,
+                            slope)
+            if not ((hi < level or lo >= level) and (hi < out_level or lo >= out_level)):
+                todo[i, n_todo] = j | _EXACT
+                n_todo += 1
+                continue
+            _emit(out_level - scale * np.float64(ref_sum[i, j]), blink, nbr_mask, post, i, j, gain, up, down, score,
+                  mask)
+            fg = hi < level  # the pixel's own decision, without the feedback
+            if rho_rule == RHO_QUANTILE:
+                rho0 = olk_n_quantile_rho(hi if fg else lo, rho0, rho_eta, rho_nu, rho_lo, rho_hi)
+                rho[i, j] = rho0
+            if _selected(fg, ring[i, j, 1], B, _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho0, rho_lo), p_fg,
+                         seed, frame_no, p):
+                todo[i, n_todo] = j
+                n_todo += 1
+                continue
+            q = _diffusion_source(nbr_mask, i, j, H, W, radius, p_diff, seed, frame_no, p)
+            if q >= 0:
+                todo[i, n_todo] = j | _DIFFUSE
+                todo_q[i, n_todo] = q
+                n_todo += 1
+        # second loop: full sums and steps
+        n = 0
+        n_sum = 0
+        for k in range(n_todo):
+            if k + PREFETCH_AHEAD < n_todo:
+                _prefetch_state(sb, cb, rb, i * W + (todo[i, k + PREFETCH_AHEAD] & _COLUMN), B, nc)
+            j = todo[i, k] & _COLUMN
+            p = i * W + j
+            x = _vec(frame, fb, p, nc)
+            xr = _vec(ref, refb, p, nc)
+            sv = _mat(samples, sb, p, B, nc)
+            cf = _vec(coef, cb, p, B)
+            rg = _vec(ring, rb, p, 2)
+            rho0 = rho[i, j]
+            oldest = 0.0
+            if todo[i, k] & _EXACT:
+                total, oldest = _recentre(x, xr, sv, cf, rg, ref_sum, ref_mass, i, j, nc, B, lut)
+                n_sum += 1
+                f = scale * total
+                oldest *= scale
+                level = 1.0 + rho0
+                _emit(_level(level, blink, i, j, gain) - f, blink, nbr_mask, post, i, j, gain, up, down, score, mask)
+                fg = f < level
+                if rho_rule == RHO_QUANTILE:
+                    rho0 = olk_n_quantile_rho(f, rho0, rho_eta, rho_nu, rho_lo, rho_hi)
+                    rho[i, j] = rho0
+                if _selected(fg, rg[1], B, _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho0, rho_lo), p_fg,
+                             seed, frame_no, p):
+                    rho[i, j] = _tracked_step(x, f, oldest, sv, cf, rg, xr, ref_sum, ref_mass, i, j, nc, B, lut,
+                                              scale, r, nu, C, rho0, rho_rule)
+                    n += 1
+                    continue
+                q = _diffusion_source(nbr_mask, i, j, H, W, radius, p_diff, seed, frame_no, p)
+                if q < 0:
+                    continue
+            elif todo[i, k] & _DIFFUSE:
+                q = todo_q[i, k]
+            else:
+                lo, hi = _bound(x, xr, ref_sum, ref_mass, i, j, nc, scale, slope)
+                known, fs = _surrogate(lo, hi, a_hi, a_lo)
+                if not known:
+                    total, oldest = _recentre(x, xr, sv, cf, rg, ref_sum, ref_mass, i, j, nc, B, lut)
+                    fs = scale * total
+                    oldest *= scale
+                    n_sum += 1
+                rho[i, j] = _tracked_step(x, fs, oldest, sv, cf, rg, xr, ref_sum, ref_mass, i, j, nc, B, lut, scale,
+                                          r, nu, C, rho0, rho_rule)
+                n += 1
+                continue
+            # learn the neighbour value y = frame[q]
+            y = _vec(frame, fb, q, nc)
+            lo, hi = _bound(y, xr, ref_sum, ref_mass, i, j, nc, scale, slope)
+            known, fs = _surrogate(lo, hi, a_hi, a_lo)
+            oldest = 0.0
+            if not known:
+                total, oldest = expansion_sum(y, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+                fs = scale * total
+                oldest *= scale
+                n_sum += 1
+            rho[i, j] = _tracked_step(y, fs, oldest, sv, cf, rg, xr, ref_sum, ref_mass, i, j, nc, B, lut, scale, r,
+                                      nu, C, rho0, rho_rule)
+            n += 1
+        stepped[i] = n
+        summed[i] = n_sum
