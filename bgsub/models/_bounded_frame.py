@@ -54,10 +54,10 @@ from learners.kernels import GAUSSIAN_LUT
 from learners.steps import RHO_QUANTILE, olk_n_quantile_rho, olk_n_update
 
 #: Every pixel's sum is recomputed in full at least this often (frames; a power of two).
-REFRESH_PERIOD = 32
+REFRESH_PERIOD = 256
 #: Slack of the bound per unit of coefficient mass (float32 table rounding and truncation, the
 #: cache's float32 rounding over ``REFRESH_PERIOD`` steps: about 5e-6 at most).
-BOUND_SLACK = 2e-5
+BOUND_SLACK = 5e-5
 #: Margin kept from the multiplier's saturation points (their floating-point evaluation).
 SATURATION_MARGIN = 1e-9
 
@@ -188,6 +188,7 @@ def _bound(x, xr, ref_sum, ref_mass, i, j, nc, scale, slope):
 #: Deferred work of a row (second loop): the pixel's column, tagged.
 _EXACT = 1 << 28  # its decisions need the full sum
 _DIFFUSE = 1 << 29  # it learns a neighbour's value (``todo_q``)
+_EXACT_STEP = 1 << 30  # it learns its own value, and its multiplier needs the full sum (else ``todo_f``: f)
 _COLUMN = (1 << 28) - 1
 
 
@@ -195,7 +196,7 @@ _COLUMN = (1 << 28) - 1
 def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo,
                        rho_hi, adapt, by_blink, p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask,
                        stepped, blink, post, gain, up, down, ref, ref_sum, ref_mass, slope, refresh_all, summed,
-                       todo, todo_q):
+                       todo, todo_q, todo_f):
     """:func:`bgsub.models._frame_kernels.olkn_frame` with sums only where a bound does not decide.
 
     The arguments up to ``down`` are :func:`~bgsub.models._frame_kernels.olkn_frame`'s; the masks,
@@ -221,8 +222,8 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
         engine moved the state).
     summed : int64 (H,)
         Output: the number of pixels of each row that summed in full.
-    todo, todo_q : int32 (H, W)
-        Scratch: each row's deferred pixels.
+    todo, todo_q, todo_f : int32, int32, float64 (H, W)
+        Scratch: each row's deferred pixels (column and what to do, neighbour, ``f`` of a step).
     """
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     refb = ref.ctypes.data
@@ -255,7 +256,9 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
                 rho[i, j] = rho0
             if _selected(fg, ring[i, j, 1], B, _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho0, rho_lo), p_fg,
                          seed, frame_no, p):
-                todo[i, n_todo] = j
+                known, fs = _surrogate(lo, hi, a_hi, a_lo)
+                todo[i, n_todo] = j if known else j | _EXACT_STEP
+                todo_f[i, n_todo] = fs
                 n_todo += 1
                 continue
             q = _diffusion_source(nbr_mask, i, j, H, W, radius, p_diff, seed, frame_no, p)
@@ -301,9 +304,8 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
             elif todo[i, k] & _DIFFUSE:
                 q = todo_q[i, k]
             else:
-                lo, hi = _bound(x, xr, ref_sum, ref_mass, i, j, nc, scale, slope)
-                known, fs = _surrogate(lo, hi, a_hi, a_lo)
-                if not known:
+                fs = todo_f[i, k]
+                if todo[i, k] & _EXACT_STEP:
                     total, oldest = _recentre(x, xr, sv, cf, rg, ref_sum, ref_mass, i, j, nc, B, lut)
                     fs = scale * total
                     oldest *= scale

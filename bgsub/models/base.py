@@ -387,6 +387,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         self._summed = np.zeros(H, dtype=np.int64)
         self._todo = np.zeros((H, W), dtype=np.int32)
         self._todo_q = np.zeros((H, W), dtype=np.int32)
+        self._todo_f = np.zeros((H, W), dtype=np.float64)
         self._cache_valid = False
 
     def lut(self) -> np.ndarray:

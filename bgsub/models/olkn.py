@@ -129,7 +129,7 @@ class OLKNSubtractor(PixelKernelSubtractor):
                                   p["seed"], self.n_frames_, self._score, mask_out, nbr_mask, self._stepped,
                                   self.blink_, *self._blink_args(), self._ref, self._ref_sum, self._ref_mass,
                                   bf.gaussian_slope(p["width"]), not self._cache_valid, self._summed, self._todo,
-                                  self._todo_q)
+                                  self._todo_q, self._todo_f)
             self._cache_valid = True
             return
         self._cache_valid = False
