@@ -366,10 +366,11 @@ def _fmt(x):
 def cmd_table(args):
     table, reference, _ = _reference(args)
     rows = summary_rows(table, reference)
-    fams = [k for k in rows[0] if k not in ("changes", "plain", "augmented", "selection", "highway",
-                                             "highway+jitter")]
+    plain = [n for n in GROUPS if "+" not in n]
+    size = {f: sum(GROUPS[n] == f for n in plain) for f in set(GROUPS.values())}
+    fams = [k for k in rows[0] if size.get(k, 0) > 1]  # a one-sequence family is its sequence's column
     print("| changes from the reference | mean F, plain | mean F, augmented | selection | highway | "
-          "highway+jitter | " + " | ".join(fams) + " |")
+          "highway+jitter | " + " | ".join(f"{f} ({size[f]})" for f in fams) + " |")
     print("|---" * (6 + len(fams)) + "|")
     for r in rows:
         ch = ", ".join(f"`{k} {v}`" for k, v in sorted(r["changes"].items())) or "**reference**"
