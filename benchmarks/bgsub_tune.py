@@ -13,6 +13,9 @@ Usage::
     python benchmarks/bgsub_tune.py grid --algo olkn --configs benchmarks/olkn_candidates.json \
         --augment jitter --out /tmp/olkn.jsonl --cv
     python benchmarks/bgsub_tune.py cv --results /tmp/olkn.jsonl --exclude stabilise=phase
+    # every candidate against the defaults: summary table, and two-candidate CV (candidate vs defaults)
+    python benchmarks/bgsub_tune.py table --algo olkn --results /tmp/olkn.jsonl
+    python benchmarks/bgsub_tune.py paired --algo olkn --results /tmp/olkn.jsonl
 
 ``--augment jitter`` adds the jittered copy of every sequence (its own rows,
 named ``seq+jitter``, kept in the sequence's family for the CV).
@@ -253,7 +256,10 @@ def exclude_configs(table, exclusions):
 
 
 def cmd_cv(args):
-    table = exclude_configs(load_results(args.results, args.algo), args.exclude)
+    table = load_results(args.results, args.algo)
+    if args.algo:  # one row per configuration, however the candidate files spelled it
+        table = resolve_configs(table, args.algo)
+    table = exclude_configs(table, args.exclude)
     rep = logo_cross_validate(table) if args.scheme == "logo" else cross_validate(table)
     print(json.dumps(rep, indent=1))
     return 0
@@ -266,6 +272,120 @@ def cmd_top(args):
     rows.sort(reverse=True)
     for f, k in rows[: args.n]:
         print(f"{f:.4f} {k}")
+    return 0
+
+
+def resolve_configs(table, algo):
+    """``table`` re-keyed by each config's full parameter set (missing keys = ``algo``'s current defaults).
+
+    Candidate files spell out only the swept parameters; two spellings of the same
+    configuration (e.g. the defaults in two rounds' files) are merged into one row.
+    """
+    from bgsub.registry import default_params
+
+    defaults = default_params(algo)
+    out: dict[str, dict[str, float]] = {}
+    for k, row in table.items():
+        out.setdefault(_key(dict(defaults, **json.loads(k))), {}).update(row)
+    return out
+
+
+def _complete(table):
+    names = sorted({n for v in table.values() for n in v})
+    return names, {k: v for k, v in table.items() if all(n in v for n in names)}
+
+
+def _changes(params, reference):
+    return {k: v for k, v in params.items() if reference.get(k) != v}
+
+
+def summary_rows(table, reference, groups=None):
+    """Per complete config: its changes from ``reference`` and mean F over the plain sequences, the
+    augmented ones, all of them (the CV's selection score), highway (plain, jittered) and per family.
+    Sorted by the selection score, best first."""
+    groups = GROUPS if groups is None else groups
+    names, complete = _complete(table)
+    plain = [n for n in names if "+" not in n]
+    aug = [n for n in names if "+" in n]
+    rows = []
+    for k, v in complete.items():
+        row = {"changes": _changes(json.loads(k), reference), "plain": _mean(v, plain),
+               "augmented": _mean(v, aug) if aug else None, "selection": _mean(v, names)}
+        for n in ("highway", "highway+jitter"):
+            row[n] = v.get(n)
+        for fam in sorted({groups[n] for n in names}):
+            row[fam] = _mean(v, [n for n in plain if groups[n] == fam])
+        rows.append(row)
+    rows.sort(key=lambda r: -r["selection"])
+    return rows
+
+
+def paired_cross_validate(table, reference_key, groups=None):
+    """Every config against the reference alone: leave-one-group-out CV over the two of them.
+
+    Per candidate: which folds choose it over the reference (on the other families'
+    selection score), the out-of-fold means of that two-candidate CV, and the
+    candidate's mean change from the reference per family (plain and augmented
+    together). A candidate picked after looking at all families is favoured by this
+    test; it only says whether a family, held out, would have agreed.
+    """
+    groups = GROUPS if groups is None else groups
+    names, complete = _complete(table)
+    ref = complete[reference_key]
+    fams = sorted({groups[n] for n in names})
+    out = []
+    for k, v in complete.items():
+        if k == reference_key:
+            continue
+        rep = logo_cross_validate({reference_key: ref, k: v}, groups)
+        out.append({"params": json.loads(k), "folds_choosing": [f["held_out"] for f in rep["folds"]
+                                                                 if _key(f["best_params"]) == k],
+                    "oof_F_plain": rep["oof_F_plain"], "oof_F_augmented": rep["oof_F_augmented"],
+                    "family_delta": {fam: float(np.mean([v[n] - ref[n] for n in names if groups[n] == fam]))
+                                     for fam in fams}})
+    out.sort(key=lambda r: -(r["oof_F_plain"] + (r["oof_F_augmented"] or r["oof_F_plain"])))
+    return out
+
+
+def _reference(args):
+    from bgsub.registry import default_params
+
+    table = resolve_configs(load_results(args.results, args.algo), args.algo)
+    table = exclude_configs(table, args.exclude)
+    reference = dict(default_params(args.algo), **json.loads(args.reference))
+    key = _key(reference)
+    if key not in table:
+        raise SystemExit(f"the reference configuration is not among the results: {json.dumps(reference)}")
+    return table, reference, key
+
+
+def _fmt(x):
+    return "–" if x is None else f"{x:.3f}"
+
+
+def cmd_table(args):
+    table, reference, _ = _reference(args)
+    rows = summary_rows(table, reference)
+    plain = [n for n in GROUPS if "+" not in n]
+    size = {f: sum(GROUPS[n] == f for n in plain) for f in set(GROUPS.values())}
+    fams = [k for k in rows[0] if size.get(k, 0) > 1]  # a one-sequence family is its sequence's column
+    print("| changes from the reference | mean F, plain | mean F, augmented | selection | highway | "
+          "highway+jitter | " + " | ".join(f"{f} ({size[f]})" for f in fams) + " |")
+    print("|---" * (6 + len(fams)) + "|")
+    for r in rows:
+        ch = ", ".join(f"`{k} {v}`" for k, v in sorted(r["changes"].items())) or "**reference**"
+        print(f"| {ch} | " + " | ".join(_fmt(r[c]) for c in ("plain", "augmented", "selection", "highway",
+                                                               "highway+jitter", *fams)) + " |")
+    return 0
+
+
+def cmd_paired(args):
+    table, reference, key = _reference(args)
+    for r in paired_cross_validate(table, key):
+        ch = _changes(r["params"], reference)
+        deltas = " ".join(f"{f} {d:+.4f}" for f, d in r["family_delta"].items())
+        print(f"oof {r['oof_F_plain']:.4f} / {_fmt(r['oof_F_augmented'])}  chosen by {r['folds_choosing']}  "
+              f"change per family {deltas}  {json.dumps(ch, sort_keys=True)}")
     return 0
 
 
@@ -304,8 +424,16 @@ def main(argv=None):
     t.add_argument("--results", required=True)
     t.add_argument("--algo", default=None)
     t.add_argument("-n", type=int, default=10)
+    for name, helptext in (("table", "markdown table of every config's means, against a reference"),
+                           ("paired", "two-candidate CV of every config against a reference")):
+        r = sub.add_parser(name, help=helptext)
+        r.add_argument("--results", required=True)
+        r.add_argument("--algo", required=True)
+        r.add_argument("--reference", default="{}",
+                       help="JSON dict of the reference's changes from the current defaults (default: the defaults)")
+        _add_exclude(r)
     args = p.parse_args(argv)
-    return {"grid": cmd_grid, "cv": cmd_cv, "top": cmd_top}[args.cmd](args)
+    return {"grid": cmd_grid, "cv": cmd_cv, "top": cmd_top, "table": cmd_table, "paired": cmd_paired}[args.cmd](args)
 
 
 if __name__ == "__main__":
