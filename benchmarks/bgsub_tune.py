@@ -69,6 +69,7 @@ def run_job(job):
 
     import bgsub
     from bgsub.metrics import SequenceScorer
+    from bgsub.pipeline.core import exact_scores
 
     params = dict(params)
     medians = params.pop("post_median", None)
@@ -77,6 +78,8 @@ def run_job(job):
     variants = [None] if medians is None else list(medians)
     scorers = {v: SequenceScorer(score_range=getattr(sub, "score_range", None) if v in (None, 0) else None,
                                  keep_frames=False) for v in variants}
+    if any(sc.roc is not None for sc in scorers.values()):
+        exact_scores(sub)  # ROC curves need exact score maps (masks are the same either way)
     busy = 0.0
     for n, img in zip(frames, imgs):
         t0 = time.perf_counter()

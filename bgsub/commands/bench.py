@@ -31,9 +31,9 @@ DEFAULT_ALGOS = ("olkn", "norma", "knn", "mog2")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--algo", dest="algos", action="append", default=None, metavar="NAME[:PRESET]",
-                        help="algorithm to time, optionally with one of its presets, e.g. olkn:fast "
-                             "(repeatable; default: olkn, norma, knn, mog2)")
+    parser.add_argument("--algo", dest="algos", action="append", default=None, metavar="NAME[:PRESET][,K=V...]",
+                        help="algorithm to time, optionally with one of its presets and parameters, e.g. olkn:fast "
+                             "or olkn,score_map=exact (repeatable; default: olkn, norma, knn, mog2)")
     parser.add_argument("--size", dest="sizes", action="append", default=None, metavar="WxH",
                         help="frame size (repeatable; default: 320x240, 1280x720 and 1920x1080)")
     parser.add_argument("--frames", type=int, default=None, metavar="N",
@@ -80,14 +80,21 @@ def load_frames(n: int, data: Path | None = None) -> tuple[list[np.ndarray], str
     return _synthetic_frames(n), f"synthetic clip (CDnet highway at {hw} has fewer than {n} scored frames)"
 
 
+def _resolve(algo: str) -> tuple[str, dict]:
+    """``NAME[:PRESET][,KEY=VALUE...]`` as the algorithm's name and full parameters."""
+    from bgsub.settings import resolve_algorithm
+
+    spec, *assignments = algo.split(",")
+    name, _, preset = spec.partition(":")
+    return resolve_algorithm(name, assignments, None, preset or None)
+
+
 def _time_algo(algo: str, frames: list[np.ndarray], warmup: list[np.ndarray]) -> float:
     """fps of ``algo``'s ``apply`` on ``frames``, run through the frame pipeline with no sinks."""
     import bgsub
     from bgsub.pipeline import Pipeline
-    from bgsub.settings import resolve_algorithm
 
-    name, _, preset = algo.partition(":")
-    name, params = resolve_algorithm(name, [], None, preset or None)
+    name, params = _resolve(algo)
     pipeline = Pipeline(bgsub.create(name, **params))
     pipeline.run(warmup, catch_interrupt=False)
     result = pipeline.run(frames, catch_interrupt=False)
@@ -143,13 +150,11 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         algos = tuple(args.algos or DEFAULT_ALGOS)
-        from bgsub.settings import resolve_algorithm
-
         for a in algos:
-            name, _, preset = a.partition(":")
+            name = a.split(",")[0].partition(":")[0]
             if name not in bgsub.algorithms():
                 raise ValueError(f"unknown algorithm {name!r}; choose from {', '.join(bgsub.algorithms())}")
-            resolve_algorithm(name, [], None, preset or None)  # an unknown preset: a one-line error here
+            _resolve(a)  # an unknown preset or parameter: a one-line error here
         sizes = [parse_size(s, "--size", 8, "320x240") for s in (args.sizes or DEFAULT_SIZES)]
         check_positive(args.rounds, "--rounds")
         check_positive(args.frames, "--frames")
@@ -162,10 +167,12 @@ def main(args: argparse.Namespace) -> int:
         return 0
     print(f"frames: {rep['source']}; {rep['rounds']} interleaved rounds; numba threads {rep['numba_threads']}, "
           f"OpenCV threads {rep['opencv_threads']}")
+    width = max(10, *(len(a) for a in algos))
     for s in rep["sizes"]:
         print(f"\n{s['size']} ({s['frames']} timed frames)")
-        print(f"{'algo':<10} {'fps':>9} {'x KNN':>7}")
+        print(f"{'algo':<{width}} {'fps':>9} {'x KNN':>7}")
         for r in s["results"]:
             ratio = r.get("ratio_to_knn")
-            print(f"{r['algo']:<10} {r['fps']:>9.1f} {ratio if ratio is None else f'{ratio:.2f}':>7}")
+            ratio = "-" if ratio is None else f"{ratio:.2f}"  # without knn in the run
+            print(f"{r['algo']:<{width}} {r['fps']:>9.1f} {ratio:>7}")
     return 0

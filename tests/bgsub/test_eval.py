@@ -202,3 +202,15 @@ def test_eval_roi_scale_and_min_area(tmp_path, capsys):
     assert row["recall"] == 0.0
     assert cli_main(["eval", str(seq), "--scale", "1.5"]) == 2
     assert "bgsub eval: error: --scale must be in (0, 1], got 1.5" in capsys.readouterr().err
+
+
+def test_bench_takes_parameters_and_runs_without_knn(capsys):
+    assert cli_main(["bench", "--size", "32x24", "--frames", "3", "--rounds", "1", "--algo", "olkn,score_map=exact",
+                     "--algo", "olkn:fast,median=5", "--data", "/nonexistent"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.startswith("olkn")]
+    assert [r[0] for r in rows] == ["olkn,score_map=exact", "olkn:fast,median=5"]
+    assert all(float(r[1]) > 0 and r[2] == "-" for r in rows)  # no KNN in the run: no ratio
+    assert cli_main(["bench", "--algo", "olkn,score_map=nope", "--data", "/nonexistent"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bgsub bench: error: ") and "score_map" in err and len(err.strip().splitlines()) == 1
