@@ -149,31 +149,40 @@ def _surrogate(lo, hi, a_hi, a_lo):
 
 
 @njit(cache=True, inline="always")
-def _tracked_step(x, f, f_oldest, sv, cf, rg, xr, ref_sum, ref_mass, i, j, nc, B, lut, scale, r, nu, C, rho0,
-                  rho_rule):
-    """:func:`learners.steps.olk_n_update` on ``x``, keeping the pixel's cached sum and mass at its
-    reference exact: the evicted term's share leaves, the new term's enters. Returns the new offset."""
+def _next_slot(sv, cf, rg, xr, nc, B, lut):
+    """Before a push: the slot it will write, and the share at ``xr`` and the coefficient of the term it
+    evicts (0 when the buffer is not full)."""
     start = rg[0]
     count = rg[1]
-    removed = 0.0
-    removed_mass = 0.0
-    if count == B:
-        slot = start
-        removed_mass = np.float64(cf[slot])
-        d2 = 0
-        for c in range(nc):
-            e = np.int32(sv[slot, c]) - np.int32(xr[c])
-            d2 += e * e
-        removed = removed_mass * _table(lut, d2)
-    else:
+    if count < B:
         slot = start + count
-        if slot >= B:
-            slot -= B
-    _, new_rho = olk_n_update(x, f, f_oldest, sv, cf, rg, scale, r, nu, C, rho0, rho_rule, 1.0, 0.0)
+        return slot - B if slot >= B else slot, 0.0, 0.0
+    mass = np.float64(cf[start])
+    d2 = 0
+    for c in range(nc):
+        e = np.int32(sv[start, c]) - np.int32(xr[c])
+        d2 += e * e
+    return start, mass * _table(lut, d2), mass
+
+
+@njit(cache=True, inline="always")
+def _admit(x, xr, cf, slot, removed, removed_mass, ref_sum, ref_mass, i, j, nc, lut):
+    """After a push into ``slot``: the cached sum and mass at ``xr`` gain the new term and lose the evicted
+    one (:func:`_next_slot`), so they stay those of the pixel's expansion."""
     added_mass = np.float64(cf[slot])
     added = added_mass * _table(lut, _sq_dist(x, xr, nc))
     ref_sum[i, j] = np.float32(np.float64(ref_sum[i, j]) + added - removed)
     ref_mass[i, j] = np.float32(np.float64(ref_mass[i, j]) + added_mass - removed_mass)
+
+
+@njit(cache=True, inline="always")
+def _tracked_step(x, f, f_oldest, sv, cf, rg, xr, ref_sum, ref_mass, i, j, nc, B, lut, scale, r, nu, C, rho0,
+                  rho_rule):
+    """:func:`learners.steps.olk_n_update` on ``x``, keeping the pixel's cached sum and mass at its
+    reference exact. Returns the new offset."""
+    slot, removed, removed_mass = _next_slot(sv, cf, rg, xr, nc, B, lut)
+    _, new_rho = olk_n_update(x, f, f_oldest, sv, cf, rg, scale, r, nu, C, rho0, rho_rule, 1.0, 0.0)
+    _admit(x, xr, cf, slot, removed, removed_mass, ref_sum, ref_mass, i, j, nc, lut)
     return new_rho
 
 
@@ -329,3 +338,4 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
             n += 1
         stepped[i] = n
         summed[i] = n_sum
+

@@ -24,6 +24,14 @@ __all__ = ["OLKNSubtractor", "createOLKN", "OLKN_PARAMS", "OLKN_PRESETS", "OLKN_
 #: Offset rules of the subtractor: the estimator's, and the per-pixel quantile rule.
 OLKN_RHO_RULES = dict(RHO_RULES, quantile=RHO_QUANTILE)
 
+#: Which engine runs the frames (:mod:`bgsub.models._bounded_frame`).
+SCORE_MAP_PARAM = ParamSpec(
+    "score_map", str, "bounded",
+    "'bounded': a pixel sums its kernel expansion only where a bound from its last full sum does not settle its "
+    "decisions (masks, offsets and learning exactly as with 'exact', faster; the score map elsewhere is within the "
+    "bound, of the same sign); 'exact': every pixel's full sum every frame, for exact score maps (ROC curves, "
+    "score thresholds)", "", choices=("bounded", "exact"))
+
 OLKN_PARAMS = (
     ParamSpec("width", float, 40.0, "Gaussian kernel width p in k(x,y) = exp(-||x-y||^2/p^2)",
               "pixel value 0-255", 0.5, 255.0),
@@ -53,11 +61,7 @@ OLKN_PARAMS = (
               "what drives adapt_update: 'offset' (how far rho fell towards rho_min) or 'blink' (the blink "
               "accumulator v of blink_gain's feedback, which moves only while blink_gain > 0)", "",
               choices=("offset", "blink")),
-    ParamSpec("score_map", str, "bounded",
-              "'bounded': a pixel sums its kernel expansion only where a bound from its last full sum does not "
-              "settle its decisions (masks, offsets and learning as with 'exact', several times faster; the score "
-              "map elsewhere is within the bound, of the same sign); 'exact': every pixel's full sum every frame, "
-              "for exact score maps (ROC curves, score thresholds)", "", choices=("bounded", "exact")),
+    SCORE_MAP_PARAM,
 ) + with_defaults(FEEDBACK_PARAMS, blink_gain=0.9, blink_up=0.1) + with_defaults(COMMON_PARAMS, diffuse_prob=0.2)
 
 #: Named parameter sets; "paper" is Li et al.'s setting with the unconditional update.
