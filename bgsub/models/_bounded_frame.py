@@ -48,10 +48,10 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from bgsub.models._frame_kernels import (_adaptive_prob, _diffusion_source, _emit, _expansion_layout, _level,
-                                         _mat, _selected, _vec)
+                                         _mat, _olk_n_update, _selected, _vec)
 from learners.expansion import expansion_sum
 from learners.kernels import GAUSSIAN_LUT
-from learners.steps import RHO_QUANTILE, olk_n_quantile_rho, olk_n_update
+from learners.steps import RHO_QUANTILE, olk_n_quantile_rho
 
 #: Every pixel's sum is recomputed in full at least this often (frames; a power of two).
 REFRESH_PERIOD = 256
@@ -181,7 +181,7 @@ def _tracked_step(x, f, f_oldest, sv, cf, rg, xr, ref_sum, ref_mass, i, j, nc, B
     """:func:`learners.steps.olk_n_update` on ``x``, keeping the pixel's cached sum and mass at its
     reference exact. Returns the new offset."""
     slot, removed, removed_mass = _next_slot(sv, cf, rg, xr, nc, B, lut)
-    _, new_rho = olk_n_update(x, f, f_oldest, sv, cf, rg, scale, r, nu, C, rho0, rho_rule, 1.0, 0.0)
+    _, new_rho = _olk_n_update(x, f, f_oldest, sv, cf, rg, scale, r, nu, C, rho0, rho_rule, 1.0, 0.0)
     _admit(x, xr, cf, slot, removed, removed_mass, ref_sum, ref_mass, i, j, nc, lut)
     return new_rho
 
