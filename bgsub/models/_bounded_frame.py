@@ -55,8 +55,10 @@ from learners.steps import RHO_QUANTILE, olk_n_quantile_rho
 
 #: Every pixel's sum is recomputed in full at least this often (frames; a power of two).
 REFRESH_PERIOD = 256
-#: Slack of the bound per unit of coefficient mass (float32 table rounding and truncation, the
-#: cache's float32 rounding over ``REFRESH_PERIOD`` steps: about 5e-6 at most).
+#: Slack of the bound per unit of coefficient mass: the table's float32 rounding and truncation (about
+#: 1e-7) and the cache's float32 rounding over ``REFRESH_PERIOD`` steps (at most one step a frame, one
+#: rounding of 6e-8 each in the sum and in the mass: about 3e-5 where the bound can decide anything,
+#: which needs ``slope * ||x - ref|| < 1``).
 BOUND_SLACK = 5e-5
 #: Margin kept from the multiplier's saturation points (their floating-point evaluation).
 SATURATION_MARGIN = 1e-9
