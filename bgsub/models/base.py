@@ -319,7 +319,6 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         self.params = new
         self._lut = None
         self._decay_value = None
-        self._cache_valid = False
         self._on_params_changed()
         if needs_reset:
             self.reset()
@@ -327,6 +326,9 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
 
     def _on_params_changed(self) -> None:
         pass
+
+    def _on_renormalise(self, factor: float) -> None:
+        """Hook after the stored coefficients were multiplied by ``factor`` (and the scale reset to 1)."""
 
     @property
     def score_range(self) -> tuple[float, float]:
@@ -359,7 +361,6 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         self._reference = None
         self._window = None
         self._shift = (0, 0)
-        self._cache_valid = False
 
     def _allocate(self, H: int, W: int, C: int) -> None:
         B = self.params["budget"]
@@ -380,15 +381,6 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         self.post_mask_ = np.zeros((H, W), dtype=np.uint8)
         self._stepped = np.zeros(H, dtype=np.int64)
         self._mask = self._rawmask
-        # the bounded engine's cache (bgsub.models._bounded_frame): derived state, not saved
-        self._ref = np.zeros((H, W, C), dtype=np.uint8)
-        self._ref_sum = np.zeros((H, W), dtype=np.float32)
-        self._ref_mass = np.zeros((H, W), dtype=np.float32)
-        self._summed = np.zeros(H, dtype=np.int64)
-        self._todo = np.zeros((H, W), dtype=np.int32)
-        self._todo_q = np.zeros((H, W), dtype=np.int32)
-        self._todo_f = np.zeros((H, W), dtype=np.float64)
-        self._cache_valid = False
 
     def lut(self) -> np.ndarray:
         """The Gaussian table for the current width and channel count."""
@@ -606,10 +598,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         self.scale_ *= self._decay_value
         if needs_renormalise(self.scale_):
             fk.renormalise(self.coef_, self.scale_)
-            if self._cache_valid:
-                # the cached sums are in the coefficients' units
-                self._ref_sum *= np.float32(self.scale_)
-                self._ref_mass *= np.float32(self.scale_)
+            self._on_renormalise(self.scale_)
             self.scale_ = 1.0
 
     def _init_from_neighbours(self, img: np.ndarray) -> None:

@@ -12,6 +12,8 @@ Score ``1 + rho - f(x)``; positive = novelty = foreground.
 
 from __future__ import annotations
 
+import numpy as np
+
 from bgsub.models import _bounded_frame as bf
 from bgsub.models import _frame_kernels as fk
 from bgsub.models.base import (COMMON_PARAMS, FEEDBACK_PARAMS, PixelKernelSubtractor, from_preset,
@@ -118,6 +120,26 @@ class OLKNSubtractor(PixelKernelSubtractor):
         p = self.params
         return (OLKN_RHO_RULES[p["rho_rule"]], p["rho_eta"], p["rho_nu"], p["rho_min"], p["rho_max"],
                 p["adapt_update"], p["adapt_by"] == "blink")
+
+    def _allocate(self, H, W, C):
+        super()._allocate(H, W, C)
+        # the bounded engine's cache (bgsub.models._bounded_frame): derived state, not saved
+        self._ref = np.zeros((H, W, C), dtype=np.uint8)
+        self._ref_sum = np.zeros((H, W), dtype=np.float32)
+        self._ref_mass = np.zeros((H, W), dtype=np.float32)
+        self._summed = np.zeros(H, dtype=np.int64)
+        self._todo = np.zeros((H, W), dtype=np.int32)
+        self._todo_q = np.zeros((H, W), dtype=np.int32)
+        self._todo_f = np.zeros((H, W), dtype=np.float64)
+        self._cache_valid = False
+
+    def _on_params_changed(self):
+        self._cache_valid = False  # a new table, or rules the cached sums were not kept for
+
+    def _on_renormalise(self, factor):
+        if self._cache_valid:  # the cached sums are in the coefficients' units
+            self._ref_sum *= np.float32(factor)
+            self._ref_mass *= np.float32(factor)
 
     def _bounded(self) -> bool:
         """Whether frames run :func:`bf.olkn_frame_bounded` (``score_map="bounded"``; not under eq. 68, whose
