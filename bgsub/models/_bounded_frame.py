@@ -160,11 +160,7 @@ def _next_slot(sv, cf, rg, xr, nc, B, lut):
         slot = start + count
         return slot - B if slot >= B else slot, 0.0, 0.0
     mass = np.float64(cf[start])
-    d2 = 0
-    for c in range(nc):
-        e = np.int32(sv[start, c]) - np.int32(xr[c])
-        d2 += e * e
-    return start, mass * _table(lut, d2), mass
+    return start, mass * _table(lut, _sq_dist(sv[start], xr, nc)), mass
 
 
 @njit(cache=True, inline="always")
@@ -194,6 +190,21 @@ def _bound(x, xr, ref_sum, ref_mass, i, j, nc, scale, slope):
     f = scale * np.float64(ref_sum[i, j])
     beta = scale * np.float64(ref_mass[i, j]) * (slope * np.sqrt(np.float64(_sq_dist(x, xr, nc))) + BOUND_SLACK)
     return f - beta, f + beta
+
+
+@njit(cache=True, inline="always")
+def _decide(f, lo, hi, rho0, level, out_level, rho, blink, prev, post, i, j, gain, up, down, score, mask, quantile,
+            rho_eta, rho_nu, rho_lo, rho_hi):
+    """The decisions of a pixel whose ``f`` lies in ``[lo, hi]``, on one side of ``level`` and of
+    ``out_level`` (after a full sum ``lo == hi == f``): score ``out_level - f``, raw mask and blink
+    accumulator (:func:`_emit`), its own decision, its offset under the quantile rule.
+    Returns ``(rho, fg)``."""
+    _emit(out_level - f, blink, prev, post, i, j, gain, up, down, score, mask)
+    fg = hi < level  # the pixel's own decision, without the feedback
+    if quantile:
+        rho0 = olk_n_quantile_rho(hi if fg else lo, rho0, rho_eta, rho_nu, rho_lo, rho_hi)
+        rho[i, j] = rho0
+    return rho0, fg
 
 
 #: Deferred work of a row (second loop): the pixel's column, tagged.
@@ -241,6 +252,7 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
     a_hi = 1.0 + r - nu  # f >= a_hi: a = nu
     a_lo = 1.0 + r - C  # f <= a_lo: a = C
     period = REFRESH_PERIOD - 1
+    quantile = rho_rule == RHO_QUANTILE
     for i in prange(H):
         # first loop: everything the bounds decide
         n_todo = 0
@@ -259,12 +271,9 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
                 todo[i, n_todo] = j | _EXACT
                 n_todo += 1
                 continue
-            _emit(out_level - scale * np.float64(ref_sum[i, j]), blink, nbr_mask, post, i, j, gain, up, down, score,
-                  mask)
-            fg = hi < level  # the pixel's own decision, without the feedback
-            if rho_rule == RHO_QUANTILE:
-                rho0 = olk_n_quantile_rho(hi if fg else lo, rho0, rho_eta, rho_nu, rho_lo, rho_hi)
-                rho[i, j] = rho0
+            rho0, fg = _decide(scale * np.float64(ref_sum[i, j]), lo, hi, rho0, level, out_level, rho, blink,
+                               nbr_mask, post, i, j, gain, up, down, score, mask, quantile, rho_eta, rho_nu, rho_lo,
+                               rho_hi)
             if _selected(fg, ring[i, j, 1], B, _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho0, rho_lo), p_fg,
                          seed, frame_no, p):
                 known, fs = _surrogate(lo, hi, a_hi, a_lo)
@@ -298,11 +307,9 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
                 f = scale * total
                 oldest *= scale
                 level = 1.0 + rho0
-                _emit(_level(level, blink, i, j, gain) - f, blink, nbr_mask, post, i, j, gain, up, down, score, mask)
-                fg = f < level
-                if rho_rule == RHO_QUANTILE:
-                    rho0 = olk_n_quantile_rho(f, rho0, rho_eta, rho_nu, rho_lo, rho_hi)
-                    rho[i, j] = rho0
+                out_level = _level(level, blink, i, j, gain)
+                rho0, fg = _decide(f, f, f, rho0, level, out_level, rho, blink, nbr_mask, post, i, j, gain, up, down,
+                                   score, mask, quantile, rho_eta, rho_nu, rho_lo, rho_hi)
                 if _selected(fg, rg[1], B, _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho0, rho_lo), p_fg,
                              seed, frame_no, p):
                     rho[i, j] = _tracked_step(x, f, oldest, sv, cf, rg, xr, ref_sum, ref_mass, i, j, nc, B, lut,
