@@ -81,11 +81,15 @@ def load_frames(n: int, data: Path | None = None) -> tuple[list[np.ndarray], str
 
 
 def _resolve(algo: str) -> tuple[str, dict]:
-    """``NAME[:PRESET][,KEY=VALUE...]`` as the algorithm's name and full parameters."""
+    """``NAME[:PRESET][,KEY=VALUE...]`` as the algorithm's name and full parameters (ValueError, one line,
+    for an unknown algorithm, preset or parameter)."""
+    import bgsub
     from bgsub.settings import resolve_algorithm
 
     spec, *assignments = algo.split(",")
     name, _, preset = spec.partition(":")
+    if name not in bgsub.algorithms():
+        raise ValueError(f"unknown algorithm {name!r}; choose from {', '.join(bgsub.algorithms())}")
     return resolve_algorithm(name, assignments, None, preset or None)
 
 
@@ -146,15 +150,10 @@ def _numba_threads() -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    import bgsub
-
     try:
         algos = tuple(args.algos or DEFAULT_ALGOS)
         for a in algos:
-            name = a.split(",")[0].partition(":")[0]
-            if name not in bgsub.algorithms():
-                raise ValueError(f"unknown algorithm {name!r}; choose from {', '.join(bgsub.algorithms())}")
-            _resolve(a)  # an unknown preset or parameter: a one-line error here
+            _resolve(a)  # an unknown algorithm, preset or parameter: a one-line error here
         sizes = [parse_size(s, "--size", 8, "320x240") for s in (args.sizes or DEFAULT_SIZES)]
         check_positive(args.rounds, "--rounds")
         check_positive(args.frames, "--frames")
