@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtCore import QSettings, Qt, Signal, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -137,6 +137,8 @@ class MainWindow(QMainWindow):
         self.params: dict = dict(session.params)
         self.controller = SessionController(session, self)
         worker = self.controller.worker
+        # The worker emits from its own thread. Every receiver here is a @Slot: PySide6 >= 6.8 can
+        # crash delivering a cross-thread signal to an undecorated method (PYSIDE-3124).
         worker.resultReady.connect(self._on_result_ready)
         worker.sourceOpened.connect(self._on_source_opened)
         worker.modelReset.connect(self._on_model_reset)
@@ -540,6 +542,7 @@ class MainWindow(QMainWindow):
         """Save every frame's objects (track ids, boxes) to ``path`` (``.jsonl`` or ``.csv``); None stops."""
         self.controller.set_objects_file(os.fspath(path) if path is not None else None)
 
+    @Slot(str, object)
     def _on_output_changed(self, kind: str, path) -> None:
         self.controls.set_output(kind, path)
         action = {"masks": self.save_action, "overlay": self.overlay_video_action,
@@ -550,6 +553,7 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ worker signals
 
+    @Slot()
     def _on_result_ready(self) -> None:
         self.refresh()
 
@@ -569,6 +573,7 @@ class MainWindow(QMainWindow):
         self.metrics.show_result(result)
         self.resultShown.emit(result)
 
+    @Slot(object)
     def _on_source_opened(self, info: SourceInfo) -> None:
         self.source_info = info
         self.clear_error()
@@ -584,6 +589,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"bgsub — {info.name}")
         self.statusBar().showMessage(f"opened {info.spec}")
 
+    @Slot(str, object)
     def _on_model_reset(self, reason: str, score_range: tuple[float, float]) -> None:
         self.views.clear()
         self.metrics.reset(self.source_info)
@@ -591,6 +597,7 @@ class MainWindow(QMainWindow):
         self.views.set_score_range(*score_range)
         self.statusBar().showMessage(reason)
 
+    @Slot(object)
     def _on_param_changed(self, change: ParamChange) -> None:
         self.params[change.name] = change.value
         self.controls.params.set_value(change.name, change.value)
@@ -598,28 +605,34 @@ class MainWindow(QMainWindow):
         if change.live:
             self.statusBar().showMessage(change.message)
 
+    @Slot(str, object)
     def _on_algorithm_rejected(self, algo: str, params: dict) -> None:
         self.algo, self.params = algo, dict(params)
         self.controls.show_algorithm(algo, params)
 
+    @Slot(str, object)
     def _on_model_loaded(self, algo: str, params: dict) -> None:
         self.algo, self.params = algo, dict(params)
         self.controls.show_algorithm(algo, params)
 
+    @Slot(str, object)
     def controls_show_param(self, name: str, value: Any) -> None:
         """Show ``value`` in parameter ``name``'s widget (after a rejected change)."""
         self.params[name] = value
         self.controls.params.set_value(name, value)
 
+    @Slot(int)
     def _on_frame_limit(self, frames: int) -> None:
         self.statusBar().showMessage(f"paused after {frames} frames (the frame limit)")
 
+    @Slot(str)
     def _on_state(self, state: str) -> None:
         self.state = state
         self.controls.set_playing(state == PlayState.PLAYING)
         if state == PlayState.ENDED:
             self.statusBar().showMessage("end of the source: Restart (R) to play it again")
 
+    @Slot(str)
     def show_error(self, message: str) -> None:
         """Show ``message`` in the window (banner and status bar)."""
         self.last_error = message
@@ -632,6 +645,7 @@ class MainWindow(QMainWindow):
         self.error_banner.hide()
         self.error_banner.setText("")
 
+    @Slot(str)
     def show_message(self, message: str) -> None:
         self.statusBar().showMessage(message)
 
