@@ -120,6 +120,29 @@ def expansion_sum(x, sv, coef, ring, kind, width, degree, coef0, lut):
     return total, oldest
 
 
+@njit(cache=True, fastmath=True, inline="always")
+def expansion_nearest(x, sv, ring):
+    """Integer squared distance from ``x`` to the nearest live support vector (integer-valued inputs such as
+    uint8 pixels); -1 when the expansion is empty."""
+    B = sv.shape[0]
+    d = sv.shape[1]
+    count = ring[1]
+    if count == 0:
+        return -1
+    best = np.int64(1) << 62
+    for k in range(count):
+        slot = ring[0] + k
+        if slot >= B:
+            slot -= B
+        d2 = 0
+        for c in range(d):
+            diff = np.int32(sv[slot, c]) - np.int32(x[c])
+            d2 += diff * diff
+        if d2 < best:
+            best = d2
+    return best
+
+
 @njit(cache=True)
 def expansion_push(x, value, sv, coef, ring):
     """Append the term ``(x, value)``; a full expansion overwrites its oldest term.

@@ -10,6 +10,7 @@ import pytest
 from learners.expansion import (
     SCALE_MAX,
     SCALE_MIN,
+    expansion_nearest,
     expansion_order,
     expansion_prune,
     expansion_push,
@@ -108,3 +109,20 @@ def test_fast_kernel_sum_equals_expansion_sum(d, start, count):
         assert got == pytest.approx(want, rel=1e-13, abs=1e-15)
         assert kernel_sum(x, sv, coef, ring, LINEAR, 1.3, 3.0, 1.0, EMPTY_LUT) == pytest.approx(
             expansion_sum(x, sv, coef, ring, LINEAR, 1.3, 3.0, 1.0, EMPTY_LUT))
+
+
+def test_nearest_is_the_smallest_squared_distance_over_live_terms():
+    rng = np.random.default_rng(3)
+    B = 5
+    sv = np.zeros((B, 3), np.uint8)
+    coef = np.zeros(B, np.float32)
+    ring = np.zeros(2, np.int64)
+    x = np.array([100, 50, 200], np.uint8)
+    assert expansion_nearest(x, sv, ring) == -1  # empty
+    pushed = []
+    for _ in range(12):  # wraps the ring twice: only the last B count
+        v = rng.integers(0, 256, 3).astype(np.uint8)
+        expansion_push(v, 1.0, sv, coef, ring)
+        pushed.append(v.astype(int))
+        want = min(int(np.sum((p - x.astype(int)) ** 2)) for p in pushed[-B:])
+        assert expansion_nearest(x, sv, ring) == want
