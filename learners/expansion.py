@@ -20,7 +20,7 @@ This module imports only numpy and numba.
 import numpy as np
 from numba import njit
 
-from learners.kernels import GAUSSIAN, GAUSSIAN_LUT, kernel_value
+from learners.kernels import GAUSSIAN, GAUSSIAN_LUT, int_squared_distance, kernel_value
 
 #: Renormalise the coefficients when the global scale leaves this range.
 SCALE_MIN = 1e-10
@@ -125,20 +125,13 @@ def expansion_nearest(x, sv, ring):
     """Integer squared distance from ``x`` to the nearest live support vector (integer-valued inputs such as
     uint8 pixels); -1 when the expansion is empty."""
     B = sv.shape[0]
-    d = sv.shape[1]
-    count = ring[1]
-    if count == 0:
-        return -1
-    best = np.int64(1) << 62
-    for k in range(count):
+    best = -1
+    for k in range(ring[1]):
         slot = ring[0] + k
         if slot >= B:
             slot -= B
-        d2 = 0
-        for c in range(d):
-            diff = np.int32(sv[slot, c]) - np.int32(x[c])
-            d2 += diff * diff
-        if d2 < best:
+        d2 = int_squared_distance(x, sv[slot])
+        if best < 0 or d2 < best:
             best = d2
     return best
 
