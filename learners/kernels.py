@@ -70,7 +70,7 @@ def squared_distance(x, y):
     return s
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, fastmath=True, inline="always")
 def int_squared_distance(x, y):
     """``||x - y||^2`` in integer arithmetic, for integer-valued inputs."""
     s = 0
