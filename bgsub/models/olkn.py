@@ -105,12 +105,21 @@ class OLKNSubtractor(PixelKernelSubtractor):
         Offset update (eq. 69, eq. 68, or the per-pixel nu-trick
         :func:`learners.steps.olk_n_quantile_rho` with ``rho_eta``, ``rho_nu``
         and bounds ``rho_min``, ``rho_max``).
+    adapt_width, width_rate, width_min, width_max, width_blink : float
+        Per-pixel kernel width ``s(x) * width`` (:func:`learners.steps.width_factor`; off while
+        ``adapt_width`` and ``width_blink`` are 0).
     budget, color, blur, update_prob, fg_update_prob, median, open, close, min_area, seed
         See :data:`bgsub.models.base.COMMON_PARAMS` and ``docs/parameters.md``.
 
     Attributes
     ----------
-    See :class:`bgsub.models.base.PixelKernelSubtractor`.
+    misfit_ : ndarray (H, W) of float32
+        Each pixel's misfit average ``m`` (:func:`learners.steps.misfit_average`; moves only while
+        the per-pixel widths are on).
+    width_ : ndarray (H, W) of float32
+        Each pixel's kernel width factor ``s`` (1 while off).
+
+    See :class:`bgsub.models.base.PixelKernelSubtractor` for the others.
     """
 
     _SPECS = OLKN_PARAMS
