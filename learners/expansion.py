@@ -20,7 +20,8 @@ This module imports only numpy and numba.
 import numpy as np
 from numba import njit
 
-from learners.kernels import GAUSSIAN, GAUSSIAN_LUT, kernel_value
+from learners.kernels import (GAUSSIAN, GAUSSIAN_LUT, GAUSSIAN_LUT_SCALED, int_squared_distance, kernel_value,
+                              scaled_lut_value)
 
 #: Renormalise the coefficients when the global scale leaves this range.
 SCALE_MIN = 1e-10
@@ -93,6 +94,20 @@ def expansion_sum(x, sv, coef, ring, kind, width, degree, coef0, lut):
                 total += term
                 if j == 0 and count == B:
                     oldest = term
+    elif kind == GAUSSIAN_LUT_SCALED:
+        # per-pixel widths (bgsub's adapt_width): the table at d2 / width^2, inlined (through
+        # kernel_value every term would be a call: 8x slower per pixel, measured); a full buffer in
+        # storage order, its evicted term read apart, as above
+        if count == B:
+            for slot in range(B):
+                total += np.float64(coef[slot]) * scaled_lut_value(lut, int_squared_distance(x, sv[slot]), width)
+            oldest = np.float64(coef[start]) * scaled_lut_value(lut, int_squared_distance(x, sv[start]), width)
+            return total, oldest
+        for j in range(count):
+            slot = start + j
+            if slot >= B:
+                slot -= B
+            total += np.float64(coef[slot]) * scaled_lut_value(lut, int_squared_distance(x, sv[slot]), width)
     elif kind == GAUSSIAN:
         inv = 1.0 / (width * width)
         d = sv.shape[1]
@@ -118,6 +133,27 @@ def expansion_sum(x, sv, coef, ring, kind, width, degree, coef0, lut):
             if j == 0 and count == B:
                 oldest = term
     return total, oldest
+
+
+@njit(cache=True, fastmath=True, inline="always")
+def expansion_nearest(x, sv, ring):
+    """Integer squared distance from ``x`` to the nearest live support vector (integer-valued inputs such as
+    uint8 pixels); -1 when the expansion is empty."""
+    B = sv.shape[0]
+    count = ring[1]
+    if count == 0:
+        return -1
+    best = int_squared_distance(x, sv[ring[0]])
+    if count == B:  # storage order (vectorises)
+        for slot in range(B):
+            best = min(best, int_squared_distance(x, sv[slot]))
+        return best
+    for k in range(1, count):
+        slot = ring[0] + k
+        if slot >= B:
+            slot -= B
+        best = min(best, int_squared_distance(x, sv[slot]))
+    return best
 
 
 @njit(cache=True)

@@ -14,6 +14,12 @@ GAUSSIAN_LUT   Gaussian read from a table indexed    1
                by the integer squared distance
                (integer-valued inputs such as
                uint8 pixels)
+GAUSSIAN_LUT_  the GAUSSIAN_LUT table read at the     1
+SCALED         squared distance over ``width^2``:
+               ``exp(-||x - y||^2 / (width p)^2)``
+               for the table's width ``p``; here
+               ``width`` is a factor (a per-pixel
+               kernel width, bgsub's adapt_width)
 CAUCHY         ``1 / (1 + ||u||^(D + 1))``,          1
                ``u = (x - y) / width``, D = len(x)
 EPANECHNIKOV   ``max(0, 1 - ||u||^2)``,              1
@@ -44,13 +50,14 @@ LINEAR = 3
 GAUSSIAN_LUT = 4
 CAUCHY = 5
 EPANECHNIKOV = 6
+GAUSSIAN_LUT_SCALED = 7
 
 #: Kernel names accepted by the estimators, mapped to their ids.
 KERNELS = {"gaussian": GAUSSIAN, "laplacian": LAPLACIAN, "polynomial": POLYNOMIAL, "linear": LINEAR,
            "cauchy": CAUCHY, "epanechnikov": EPANECHNIKOV}
 
 #: Kernels with k(x, x) = 1 for every x.
-NORMALISED = (GAUSSIAN, LAPLACIAN, GAUSSIAN_LUT, CAUCHY, EPANECHNIKOV)
+NORMALISED = (GAUSSIAN, LAPLACIAN, GAUSSIAN_LUT, CAUCHY, EPANECHNIKOV, GAUSSIAN_LUT_SCALED)
 
 
 @njit(cache=True, fastmath=True)
@@ -63,7 +70,7 @@ def squared_distance(x, y):
     return s
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, fastmath=True, inline="always")
 def int_squared_distance(x, y):
     """``||x - y||^2`` in integer arithmetic, for integer-valued inputs."""
     s = 0
@@ -71,6 +78,21 @@ def int_squared_distance(x, y):
         d = np.int64(x[c]) - np.int64(y[c])
         s += d * d
     return s
+
+
+@njit(cache=True, fastmath=True, inline="always")
+def scaled_lut_value(lut, d2, factor):
+    """``exp(-d2 / (factor p)^2)`` from the table ``lut[k] = exp(-k / p^2)`` (:func:`gaussian_lut`).
+
+    The Gaussian of width ``factor * p`` at the squared distance ``d2`` is the
+    table's Gaussian at ``d2 / factor^2``: the entry at that index rounded to the
+    nearest integer (a relative error of at most ``1 - exp(-0.5 / p^2)``, 3e-4 at
+    ``p = 40``), 0 past the table's end. ``factor = 1`` reads ``lut[d2]`` exactly.
+    """
+    u = np.float64(d2) / (factor * factor) + 0.5
+    if u < lut.shape[0]:
+        return np.float64(lut[np.int64(u)])
+    return 0.0
 
 
 @njit(cache=True, fastmath=True)
@@ -89,14 +111,15 @@ def kernel_value(kind, x, y, width, degree, coef0, lut):
     ----------
     kind : int
         Kernel id (GAUSSIAN, LAPLACIAN, POLYNOMIAL, LINEAR, GAUSSIAN_LUT, CAUCHY,
-        EPANECHNIKOV).
+        EPANECHNIKOV, GAUSSIAN_LUT_SCALED).
     x, y : 1-D arrays of equal length
     width : float
-        Length scale (> 0) for GAUSSIAN, LAPLACIAN, CAUCHY and EPANECHNIKOV.
+        Length scale (> 0) for GAUSSIAN, LAPLACIAN, CAUCHY and EPANECHNIKOV; the factor
+        (> 0) of the table's width for GAUSSIAN_LUT_SCALED.
     degree, coef0 : float
         POLYNOMIAL parameters.
     lut : 1-D float array
-        GAUSSIAN_LUT table (see :func:`gaussian_lut`); ignored by other kernels.
+        GAUSSIAN_LUT(_SCALED) table (see :func:`gaussian_lut`); ignored by other kernels.
     """
     if kind == GAUSSIAN:
         return math.exp(-squared_distance(x, y) / (width * width))
@@ -105,6 +128,8 @@ def kernel_value(kind, x, y, width, degree, coef0, lut):
         if d2 < lut.shape[0]:
             return np.float64(lut[d2])
         return 0.0
+    if kind == GAUSSIAN_LUT_SCALED:
+        return scaled_lut_value(lut, int_squared_distance(x, y), width)
     if kind == LAPLACIAN:
         return math.exp(-math.sqrt(squared_distance(x, y)) / width)
     if kind == POLYNOMIAL:
@@ -121,7 +146,8 @@ def kernel_value(kind, x, y, width, degree, coef0, lut):
 @njit(cache=True, fastmath=True)
 def self_kernel(kind, x, width, degree, coef0, lut):
     """``k(x, x)``: 1 for the normalised kernels, computed otherwise."""
-    if kind == GAUSSIAN or kind == LAPLACIAN or kind == GAUSSIAN_LUT or kind == CAUCHY or kind == EPANECHNIKOV:
+    if (kind == GAUSSIAN or kind == LAPLACIAN or kind == GAUSSIAN_LUT or kind == CAUCHY or kind == EPANECHNIKOV
+            or kind == GAUSSIAN_LUT_SCALED):
         return 1.0
     return kernel_value(kind, x, x, width, degree, coef0, lut)
 

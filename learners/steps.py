@@ -204,6 +204,33 @@ def feedback_level(level, v, gain):
     return level - gain * v * abs(level)
 
 
+@njit(cache=True)
+def misfit_average(m, k_near, rate):
+    """Moving average of a pixel's misfit (the analogue of SuBSENSE's ``D_min(x)``), one frame at a time.
+
+    The misfit of a value ``x`` is ``1 - k_near``, where ``k_near = max_j k(x, x_j)`` is the kernel
+    value of its nearest sample (SuBSENSE's normalised minimal distance, in kernel terms): 0 when a
+    sample coincides with the value, towards 1 as the nearest one falls outside the kernel's
+    width. ``m`` moves towards it by ``rate``: ``m + rate (1 - k_near - m)``. Returns the new ``m``.
+    """
+    return m + rate * ((1.0 - k_near) - m)
+
+
+@njit(cache=True)
+def width_factor(m, v, gain, blink, lo, hi):
+    """Per-pixel kernel width factor (the analogue of SuBSENSE's ``R(x)``): ``lo + gain m + blink v``
+    within ``[lo, hi]``, from the misfit average ``m`` (:func:`misfit_average`) and the blink
+    accumulator ``v`` (:func:`blink_accumulate`). The pixel's kernel becomes
+    ``exp(-||x - y||^2 / (s p)^2)``: wider where its values spread (water, leaves) or its
+    decisions blink, ``lo`` where it is static."""
+    s = lo + gain * m + blink * v
+    if s < lo:
+        return lo
+    if s > hi:
+        return hi
+    return s
+
+
 @njit(cache=True, fastmath=True)
 def olk_c_update(x, y, f, sv, coef, ring, scale, r, C, kxx, sv_threshold):
     """Apply an OLK_C step given ``f = f_t(x)``; returns the new term's coefficient."""

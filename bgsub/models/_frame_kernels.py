@@ -41,10 +41,10 @@ import numpy as np
 from numba import carray, njit, prange, types
 from numba.extending import intrinsic
 
-from learners.expansion import expansion_push, expansion_sum
-from learners.kernels import GAUSSIAN_LUT
-from learners.steps import (RHO_QUANTILE, blink_accumulate, feedback_level, norma_novelty_update, olk_n_quantile_rho,
-                            olk_n_update)
+from learners.expansion import expansion_nearest, expansion_push, expansion_sum
+from learners.kernels import GAUSSIAN_LUT, GAUSSIAN_LUT_SCALED
+from learners.steps import (RHO_QUANTILE, blink_accumulate, feedback_level, misfit_average, norma_novelty_update,
+                            olk_n_quantile_rho, olk_n_update, width_factor)
 
 #: Probabilities are compared with 24-bit hashes.
 PROB_ONE = 1 << 24
@@ -102,15 +102,41 @@ def _hash24(seed, frame_no, index):
 
 
 @njit(cache=True, inline="always")
-def _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale):
+def _kernel(per_pixel, widths, i, j):
+    """Kernel id and width argument of pixel ``(i, j)``'s expansion: the table as it is, or, with
+    ``per_pixel`` (olkn's ``adapt_width``), the table read at the pixel's width factor ``widths[i, j]``
+    (:func:`learners.kernels.scaled_lut_value`)."""
+    if per_pixel:
+        return GAUSSIAN_LUT_SCALED, np.float64(widths[i, j])
+    return GAUSSIAN_LUT, 0.0
+
+
+@njit(cache=True, inline="always")
+def _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale, kind, sw):
     """Pixel ``p``'s value ``x``, its expansion's views ``sv, cf, rg``, ``f = f_t(x)`` and the true share
-    of the term a full buffer evicts."""
+    of the term a full buffer evicts (kernel ``kind, sw`` from :func:`_kernel`)."""
     x = _vec(frame, fb, p, nc)
     sv = _mat(samples, sb, p, B, nc)
     cf = _vec(coef, cb, p, B)
     rg = _vec(ring, rb, p, 2)
-    total, oldest = expansion_sum(x, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+    total, oldest = expansion_sum(x, sv, cf, rg, kind, sw, 0.0, 0.0, lut)
     return x, sv, cf, rg, scale * total, scale * oldest
+
+
+@njit(cache=True, inline="always")
+def _track_width(fg, x, sv, rg, lut, misfit, widths, blink, i, j, rate, gain, w_blink, lo, hi):
+    """Per-pixel kernel width (olkn's ``adapt_width``), before the pixel's step: a background decision moves
+    the misfit average towards ``1 - k`` of the value's nearest sample at the table's width
+    (:func:`learners.steps.misfit_average`; a foreground decision leaves it, so objects do not widen
+    the kernel under them), and the width factor the next frame uses follows it and the blink
+    accumulator (:func:`learners.steps.width_factor`)."""
+    m = np.float64(misfit[i, j])
+    if not fg:
+        d2 = expansion_nearest(x, sv, rg)
+        if d2 >= 0:
+            m = misfit_average(m, np.float64(lut[d2]) if d2 < lut.shape[0] else 0.0, rate)
+            misfit[i, j] = m
+    widths[i, j] = width_factor(m, np.float64(blink[i, j]), gain, w_blink, lo, hi)
 
 
 @njit(cache=True, inline="always")
@@ -138,7 +164,7 @@ def _emit(sc, blink, prev, post, i, j, gain, up, down, score, mask):
 
 @njit(cache=True, inline="always")
 def _neighbour_match(x, sc, samples, coef, ring, rho, sb, cb, rb, B, nc, H, W, i, j, p, scale, lut, offset, radius,
-                     tries, seed, frame_no):
+                     tries, seed, frame_no, per_pixel, widths):
     """Spatial tolerance: the score of ``x`` lowered to the best of ``tries`` neighbours' models.
 
     Neighbours are drawn uniformly (counter-based hash) from the ``(2 radius + 1)^2``
@@ -156,8 +182,9 @@ def _neighbour_match(x, sc, samples, coef, ring, rho, sb, cb, rb, B, nc, H, W, i
         q = ii * W + jj
         if q == p:
             continue
+        kind, sw = _kernel(per_pixel, widths, ii, jj)
         total, _ = expansion_sum(x, _mat(samples, sb, q, B, nc), _vec(coef, cb, q, B), _vec(ring, rb, q, 2),
-                                 GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+                                 kind, sw, 0.0, 0.0, lut)
         s = offset + rho[ii, jj] - scale * total
         if s < sc:
             sc = s
@@ -168,7 +195,7 @@ def _neighbour_match(x, sc, samples, coef, ring, rho, sb, cb, rb, B, nc, H, W, i
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_out, oldest_out, mask, own, blink,
-                prev, post, gain, up, down, match_radius, match_tries, seed, frame_no):
+                prev, post, gain, up, down, match_radius, match_tries, seed, frame_no, per_pixel, widths):
     """Evaluate every pixel's expansion at the new frame (no learning: the state is read only).
 
     Parameters
@@ -197,12 +224,16 @@ def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_ou
     match_radius, match_tries, seed, frame_no
         Neighbour matching (:func:`_neighbour_match`; radius 0: off): a foreground pixel
         whose value a neighbour's model explains is background.
+    per_pixel, widths : bool, float32 (H, W)
+        Per-pixel kernel widths (:func:`_kernel`; False: the table as it is, ``widths`` unread).
     """
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         for j in range(W):
             p = i * W + j
-            x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale)
+            kind, sw = _kernel(per_pixel, widths, i, j)
+            x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale,
+                                                  kind, sw)
             f_out[i, j] = f
             oldest_out[i, j] = oldest
             level = offset + rho[i, j]
@@ -210,7 +241,7 @@ def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_ou
             sc = _level(level, blink, i, j, gain) - f
             if sc > 0.0 and match_radius > 0:
                 sc = _neighbour_match(x, sc, samples, coef, ring, rho, sb, cb, rb, B, nc, H, W, i, j, p, scale, lut,
-                                      offset, match_radius, match_tries, seed, frame_no)
+                                      offset, match_radius, match_tries, seed, frame_no, per_pixel, widths)
             _emit(sc, blink, prev, post, i, j, gain, up, down, score, mask)
 
 
@@ -327,25 +358,26 @@ def _diffusion_source(nbr_mask, i, j, H, W, radius, p_diff, seed, frame_no, inde
 
 
 @njit(cache=True, inline="always")
-def _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p_diff, radius, seed, frame_no):
+def _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p_diff, radius, seed, frame_no, kind,
+                     sw):
     """The neighbour value pixel ``p`` learns this frame (:func:`_diffusion_source`) with ``f`` and the evicted
     term's share of the pixel's expansion at it: ``(q, x_q, f, f_oldest)``, ``q = -1`` when none is drawn."""
     q = _diffusion_source(nbr_mask, i, j, frame.shape[0], frame.shape[1], radius, p_diff, seed, frame_no, p)
     xq = _vec(frame, fb, max(q, 0), nc)
     if q < 0:
         return q, xq, 0.0, 0.0
-    total, oldest = expansion_sum(xq, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+    total, oldest = expansion_sum(xq, sv, cf, rg, kind, sw, 0.0, 0.0, lut)
     return q, xq, scale * total, scale * oldest
 
 
 @njit(cache=True, inline="always")
 def _olkn_step(selected, x, f, f_oldest, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, r, nu, C, rho0,
-               rho_rule, p_diff, radius, seed, frame_no):
+               rho_rule, p_diff, radius, seed, frame_no, kind, sw):
     """OLK_N step of pixel ``p``: on its own value ``x`` when the policy ``selected`` it, else, if drawn, on a
-    background neighbour's value (:func:`_neighbour_value`). Returns ``(stepped, rho)``."""
+    background neighbour's value (:func:`_neighbour_value`, kernel ``kind, sw``). Returns ``(stepped, rho)``."""
     if not selected:
         q, x, f, f_oldest = _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p_diff,
-                                             radius, seed, frame_no)
+                                             radius, seed, frame_no, kind, sw)
         if q < 0:
             return False, rho0
     a, new_rho = _olk_n_update(x, f, f_oldest, sv, cf, rg, scale, r, nu, C, rho0, rho_rule, 1.0, 0.0)
@@ -358,7 +390,7 @@ def _norma_step(selected, x, f, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lu
     """nu-NORMA step of pixel ``p`` (see :func:`_olkn_step`). Returns ``(stepped, rho)``."""
     if not selected:
         q, x, f, _ = _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p_diff, radius, seed,
-                                      frame_no)
+                                      frame_no, GAUSSIAN_LUT, 0.0)
         if q < 0:
             return False, rho0
     alpha, new_rho = _norma_novelty_update(x, f, sv, cf, rg, scale, eta, lam, nu, rho0, 0.0)
@@ -368,7 +400,7 @@ def _norma_step(selected, x, f, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lu
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi,
                adapt, by_blink, p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask, stepped, blink, post,
-               gain, up, down):
+               gain, up, down, widths, misfit, per_pixel, w_gain, w_rate, w_blink, w_lo, w_hi):
     """One OLK_N frame in one pass: score every pixel, then step the selected ones.
 
     Equivalent to :func:`score_frame` (``offset = 1``) followed by
@@ -383,23 +415,30 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
     blink (:func:`_adaptive_prob`).
     ``gain > 0`` lowers the decision level of blinking pixels (``blink``, moved by
     ``up``/``down`` against ``nbr_mask``, as in :func:`score_frame`).
+    ``per_pixel`` gives every pixel its own kernel width: the table read at the factor
+    ``widths[i, j]``, which follows the pixel's misfit average ``misfit`` (rate ``w_rate``)
+    and its blink accumulator (:func:`_track_width`, bounds ``w_lo``, ``w_hi``).
     """
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         n = 0
         for j in range(W):
             p = i * W + j
-            x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale)
+            kind, sw = _kernel(per_pixel, widths, i, j)
+            x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale,
+                                                  kind, sw)
             rho0 = rho[i, j]
             _emit(_level(1.0 + rho0, blink, i, j, gain) - f, blink, nbr_mask, post, i, j, gain, up, down, score, mask)
             fg = 1.0 + rho0 - f > 0.0  # the policy reads the pixel's own decision, without the feedback
+            if per_pixel:
+                _track_width(fg, x, sv, rg, lut, misfit, widths, blink, i, j, w_rate, w_gain, w_blink, w_lo, w_hi)
             if rho_rule == RHO_QUANTILE:
                 rho0 = olk_n_quantile_rho(f, rho0, rho_eta, rho_nu, rho_lo, rho_hi)
                 rho[i, j] = rho0
             sel = _selected(fg, rg[1], B, _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho0, rho_lo), p_fg, seed,
                             frame_no, p)
             done, new_rho = _olkn_step(sel, x, f, oldest, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, r,
-                                       nu, C, rho0, rho_rule, p_diff, radius, seed, frame_no)
+                                       nu, C, rho0, rho_rule, p_diff, radius, seed, frame_no, kind, sw)
             if done:
                 rho[i, j] = new_rho
                 n += 1
@@ -416,7 +455,8 @@ def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg,
         n = 0
         for j in range(W):
             p = i * W + j
-            x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale)
+            x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale,
+                                                  GAUSSIAN_LUT, 0.0)
             rho0 = rho[i, j]
             _emit(_level(rho0, blink, i, j, gain) - f, blink, nbr_mask, post, i, j, gain, up, down, score, mask)
             fg = rho0 - f > 0.0  # the policy reads the pixel's own decision, without the feedback
@@ -432,13 +472,14 @@ def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg,
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo,
                       rho_hi, adapt, by_blink, f_in, oldest_in, mask, p_bg, p_fg, p_diff, radius, seed, frame_no,
-                      stepped, blink):
+                      stepped, blink, widths, misfit, per_pixel, w_gain, w_rate, w_blink, w_lo, w_hi):
     """OLK_N update at the pixels selected by an external ``mask`` (second pass after :func:`score_frame`).
 
     Used when the policy follows the post-processed mask (``update_mask="post"``);
     ``f_in``/``oldest_in`` are :func:`score_frame`'s outputs. Same selection rule,
     offset rule, neighbour diffusion (neighbours classified by ``mask``) and the
-    same :func:`learners.steps.olk_n_update` as :func:`olkn_frame`.
+    same :func:`learners.steps.olk_n_update` as :func:`olkn_frame`; the per-pixel kernel widths
+    (``per_pixel``) follow as there (:func:`_track_width`, on the pixel's own decision).
     """
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
@@ -446,17 +487,21 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho
         for j in range(W):
             p = i * W + j
             rho0 = rho[i, j]
-            if rho_rule == RHO_QUANTILE:
-                rho0 = olk_n_quantile_rho(f_in[i, j], rho0, rho_eta, rho_nu, rho_lo, rho_hi)
-                rho[i, j] = rho0
             sv = _mat(samples, sb, p, B, nc)
             cf = _vec(coef, cb, p, B)
             rg = _vec(ring, rb, p, 2)
+            kind, sw = _kernel(per_pixel, widths, i, j)
+            if per_pixel:
+                _track_width(1.0 + rho0 - f_in[i, j] > 0.0, _vec(frame, fb, p, nc), sv, rg, lut, misfit, widths,
+                             blink, i, j, w_rate, w_gain, w_blink, w_lo, w_hi)
+            if rho_rule == RHO_QUANTILE:
+                rho0 = olk_n_quantile_rho(f_in[i, j], rho0, rho_eta, rho_nu, rho_lo, rho_hi)
+                rho[i, j] = rho0
             sel = _selected(mask[i, j] != 0, rg[1], B, _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho0, rho_lo),
                             p_fg, seed, frame_no, p)
             done, new_rho = _olkn_step(sel, _vec(frame, fb, p, nc), f_in[i, j], oldest_in[i, j], frame, fb, nc, mask,
                                        i, j, p, sv, cf, rg, lut, scale, r, nu, C, rho0, rho_rule, p_diff, radius,
-                                       seed, frame_no)
+                                       seed, frame_no, kind, sw)
             if done:
                 rho[i, j] = new_rho
                 n += 1
@@ -495,7 +540,7 @@ def push_frame(frame, samples, coef, ring, value):
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho):
+def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho, per_pixel, widths):
     """Set each pixel's ``rho`` to the ``q``-quantile of its leave-one-out ``f`` over its own samples,
     minus ``shift``, clipped to ``[lo, hi]``.
 
@@ -503,7 +548,7 @@ def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho):
     term is evaluated; ``rho`` becomes the value of rank ``floor(q * count)`` of
     these, so a fraction ``q`` of the pixel's own values would score novel under
     nu-NORMA's ``rho - f`` (``shift = 0``) or OLK_N's ``1 + rho - f`` (``shift = 1``).
-    Used by the first-frame bootstrap.
+    Used by the first-frame bootstrap. ``per_pixel, widths``: the kernel (:func:`_kernel`).
     """
     H = samples.shape[0]
     W = samples.shape[1]
@@ -522,11 +567,12 @@ def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho):
             sv = _mat(samples, sb, p, B, nc)
             cf = _vec(coef, cb, p, B)
             rg = _vec(ring, rb, p, 2)
+            kind, sw = _kernel(per_pixel, widths, i, j)
             for a in range(count):
                 slot = rg[0] + a
                 if slot >= B:
                     slot -= B
-                total, _ = expansion_sum(sv[slot], sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+                total, _ = expansion_sum(sv[slot], sv, cf, rg, kind, sw, 0.0, 0.0, lut)
                 vals[a] = scale * (total - np.float64(cf[slot]) * np.float64(lut[0]))  # leave the sample out
             v = np.sort(vals[:count])
             k = int(q * count)

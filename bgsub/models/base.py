@@ -102,6 +102,9 @@ FEEDBACK_PARAMS = (
 
 _PROB_ONE = fk.PROB_ONE
 
+#: The kernel arguments of a model without per-pixel widths (:meth:`PixelKernelSubtractor._width_args`).
+_NO_WIDTHS = (False, np.zeros((0, 0), np.float32))
+
 #: Neighbourhood of the previous output's foreground in which decision flips do not count as blinking.
 _BLINK_MARGIN = np.ones((5, 5), np.uint8)
 
@@ -550,7 +553,12 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         fk.score_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
                        self._score_offset, self._score, self._f, self._oldest, self._rawmask, self._own, self.blink_,
                        self.prev_mask_, *self._blink_args(learn), p.get("match_radius", 0), p.get("match_tries", 1),
-                       p["seed"], self.n_frames_)
+                       p["seed"], self.n_frames_, *self._width_args())
+
+    def _width_args(self) -> tuple:
+        """``(per_pixel, widths)`` of the frame kernels' per-pixel kernel widths (:func:`fk._kernel`): none by
+        default, the table as it is."""
+        return _NO_WIDTHS
 
     def _full_size(self, image: np.ndarray, interpolation: int, copy: bool = True) -> np.ndarray:
         """``image`` (at the processed size) at the input's size (``process_scale``); a copy."""

@@ -63,6 +63,18 @@ OLKN_PARAMS = (
               "what drives adapt_update: 'offset' (how far rho fell towards rho_min) or 'blink' (the blink "
               "accumulator v of blink_gain's feedback, which moves only while blink_gain > 0)", "",
               choices=("offset", "blink")),
+    ParamSpec("adapt_width", float, 0.0,
+              "per-pixel kernel width (SuBSENSE's R(x)): pixel x's width becomes s(x) * width, s = width_min + "
+              "adapt_width * m + width_blink * v within [width_min, width_max], where m is the moving average of "
+              "the misfit 1 - k(x, nearest sample) over the pixel's background decisions and v the blink accumulator "
+              "(0 with width_blink 0: off; on, frames run the exact engine)", "", 0.0, 100.0),
+    ParamSpec("width_rate", float, 0.01, "adapt_width: rate of the misfit average m per frame", "", 0.0, 1.0),
+    ParamSpec("width_min", float, 1.0, "adapt_width: smallest width factor (that of a static pixel)", "ratio",
+              0.25, 4.0),
+    ParamSpec("width_max", float, 3.0, "adapt_width: largest width factor", "ratio", 0.25, 10.0),
+    ParamSpec("width_blink", float, 0.0,
+              "adapt_width: rise of the width factor with the blink accumulator v (which moves only while "
+              "blink_gain > 0)", "", 0.0, 10.0),
     SCORE_MAP_PARAM,
 ) + with_defaults(FEEDBACK_PARAMS, blink_gain=0.9, blink_up=0.1) + with_defaults(COMMON_PARAMS, diffuse_prob=0.2)
 
@@ -93,16 +105,42 @@ class OLKNSubtractor(PixelKernelSubtractor):
         Offset update (eq. 69, eq. 68, or the per-pixel nu-trick
         :func:`learners.steps.olk_n_quantile_rho` with ``rho_eta``, ``rho_nu``
         and bounds ``rho_min``, ``rho_max``).
+    adapt_width, width_rate, width_min, width_max, width_blink : float
+        Per-pixel kernel width ``s(x) * width`` (:func:`learners.steps.width_factor`; off while
+        ``adapt_width`` and ``width_blink`` are 0).
     budget, color, blur, update_prob, fg_update_prob, median, open, close, min_area, seed
         See :data:`bgsub.models.base.COMMON_PARAMS` and ``docs/parameters.md``.
 
     Attributes
     ----------
-    See :class:`bgsub.models.base.PixelKernelSubtractor`.
+    misfit_ : ndarray (H, W) of float32
+        Each pixel's misfit average ``m`` (:func:`learners.steps.misfit_average`; moves only while
+        the per-pixel widths are on).
+    width_ : ndarray (H, W) of float32
+        Each pixel's kernel width factor ``s`` (1 while off).
+
+    See :class:`bgsub.models.base.PixelKernelSubtractor` for the others.
     """
 
     _SPECS = OLKN_PARAMS
     _score_offset = 1.0
+    _STATE_ARRAYS = PixelKernelSubtractor._STATE_ARRAYS + ("misfit_", "width_")
+    #: 3: ``misfit_`` and ``width_`` (the per-pixel kernel widths, ``adapt_width``) joined the state.
+    _STATE_LAYOUT = 3
+
+    @classmethod
+    def _upgrade_checkpoint(cls, layout, params, arrays):
+        """A checkpoint of layout 1 or 2 (before the per-pixel widths) as layout 3: ``adapt_width`` off, as it
+        was then, with a fresh misfit average and unit widths."""
+        if layout == 1:
+            params, arrays = super()._upgrade_checkpoint(layout, params, arrays)
+        elif layout != 2:
+            return None
+        params = {**params, "adapt_width": 0.0, "width_blink": 0.0}
+        if "samples_" in arrays:
+            H, W = arrays["samples_"].shape[:2]
+            arrays = {"misfit_": np.zeros((H, W), np.float32), "width_": np.ones((H, W), np.float32), **arrays}
+        return params, arrays
 
     @property
     def score_range(self) -> tuple[float, float]:
@@ -115,14 +153,38 @@ class OLKNSubtractor(PixelKernelSubtractor):
         super()._check(values)
         if not values["C"] > values["nu"]:
             raise ValueError(f"C must be > nu, got C={values['C']} and nu={values['nu']}")
+        if not values["width_max"] >= values["width_min"]:
+            raise ValueError(f"width_max must be >= width_min, got width_max={values['width_max']} and "
+                             f"width_min={values['width_min']}")
 
     def _rho_args(self):
         p = self.params
         return (OLKN_RHO_RULES[p["rho_rule"]], p["rho_eta"], p["rho_nu"], p["rho_min"], p["rho_max"],
                 p["adapt_update"], p["adapt_by"] == "blink")
 
+    def _per_pixel_width(self) -> bool:
+        """Whether every pixel has its own kernel width (``adapt_width`` or ``width_blink`` > 0)."""
+        return self.params["adapt_width"] > 0.0 or self.params["width_blink"] > 0.0
+
+    def _width_args(self):
+        return self._per_pixel_width(), self.width_
+
+    def _width_rule(self):
+        """``(on, gain, rate, blink, lo, hi)`` of the per-pixel widths (:func:`fk._track_width`)."""
+        p = self.params
+        return (self._per_pixel_width(), p["adapt_width"], p["width_rate"], p["width_blink"], p["width_min"],
+                p["width_max"])
+
+    def reset(self):
+        super().reset()
+        self.misfit_ = None
+        self.width_ = None
+
     def _allocate(self, H, W, C):
         super()._allocate(H, W, C)
+        # the per-pixel kernel widths (adapt_width): misfit average m and width factor s
+        self.misfit_ = np.zeros((H, W), dtype=np.float32)
+        self.width_ = np.ones((H, W), dtype=np.float32)
         # the bounded engine's cache (bgsub.models._bounded_frame): derived state, not saved
         self._ref = np.zeros((H, W, C), dtype=np.uint8)
         self._ref_sum = np.zeros((H, W), dtype=np.float32)
@@ -143,9 +205,11 @@ class OLKNSubtractor(PixelKernelSubtractor):
 
     def _bounded(self) -> bool:
         """Whether frames run :func:`bf.olkn_frame_bounded` (``score_map="bounded"``; not under eq. 68, whose
-        offset reads ``f`` after every step)."""
+        offset reads ``f`` after every step, nor with per-pixel kernel widths, whose Lipschitz slopes differ
+        from pixel to pixel and change every frame)."""
         p = self.params
-        return p["score_map"] == "bounded" and OLKN_RHO_RULES[p["rho_rule"]] != RHO_PRIMAL
+        return (p["score_map"] == "bounded" and OLKN_RHO_RULES[p["rho_rule"]] != RHO_PRIMAL
+                and not self._per_pixel_width())
 
     def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
         p = self.params
@@ -161,20 +225,25 @@ class OLKNSubtractor(PixelKernelSubtractor):
         self._cache_valid = False
         fk.olkn_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["r"],
                       p["nu"], p["C"], *self._rho_args(), p_bg, p_fg, p_diff, p["diffuse_radius"], p["seed"],
-                      self.n_frames_, self._score, mask_out, nbr_mask, self._stepped, self.blink_, *self._blink_args())
+                      self.n_frames_, self._score, mask_out, nbr_mask, self._stepped, self.blink_, *self._blink_args(),
+                      self.width_, self.misfit_, *self._width_rule())
 
     def _update(self, img, mask, p_bg, p_fg, p_diff):
         p = self.params
         self._cache_valid = False
         fk.olkn_update_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["r"],
                              p["nu"], p["C"], *self._rho_args(), self._f, self._oldest, mask, p_bg, p_fg, p_diff,
-                             p["diffuse_radius"], p["seed"], self.n_frames_, self._stepped, self.blink_)
+                             p["diffuse_radius"], p["seed"], self.n_frames_, self._stepped, self.blink_, self.width_,
+                             self.misfit_, *self._width_rule())
 
     def _bootstrap_done(self):
         p = self.params
+        # the bootstrap's values are not the stream's: the widths start from a static pixel's
+        self.misfit_[...] = 0.0
+        self.width_[...] = p["width_min"] if self._per_pixel_width() else 1.0
         if p["init_rho"] == "quantile" and p["rho_rule"] == "quantile":
             fk.quantile_offsets(self.samples_, self.coef_, self.ring_, self.scale_, self.lut(), p["rho_nu"], 1.0,
-                                p["rho_min"], p["rho_max"], self.rho_)
+                                p["rho_min"], p["rho_max"], self.rho_, *self._width_args())
 
     def _decay(self) -> float:
         return float(olk_decay(self.params["r"]))

@@ -10,13 +10,15 @@ import pytest
 from learners.expansion import (
     SCALE_MAX,
     SCALE_MIN,
+    expansion_nearest,
     expansion_order,
     expansion_prune,
     expansion_push,
     expansion_sum,
     needs_renormalise,
 )
-from learners.kernels import EMPTY_LUT, GAUSSIAN, LINEAR
+from learners.kernels import (EMPTY_LUT, GAUSSIAN, GAUSSIAN_LUT_SCALED, LINEAR, gaussian_lut, int_squared_distance,
+                              scaled_lut_value)
 
 
 def _empty(B, d=2):
@@ -108,3 +110,41 @@ def test_fast_kernel_sum_equals_expansion_sum(d, start, count):
         assert got == pytest.approx(want, rel=1e-13, abs=1e-15)
         assert kernel_sum(x, sv, coef, ring, LINEAR, 1.3, 3.0, 1.0, EMPTY_LUT) == pytest.approx(
             expansion_sum(x, sv, coef, ring, LINEAR, 1.3, 3.0, 1.0, EMPTY_LUT))
+
+
+def test_nearest_is_the_smallest_squared_distance_over_live_terms():
+    rng = np.random.default_rng(3)
+    B = 5
+    sv = np.zeros((B, 3), np.uint8)
+    coef = np.zeros(B, np.float32)
+    ring = np.zeros(2, np.int64)
+    x = np.array([100, 50, 200], np.uint8)
+    assert expansion_nearest(x, sv, ring) == -1  # empty
+    pushed = []
+    for _ in range(12):  # wraps the ring twice: only the last B count
+        v = rng.integers(0, 256, 3).astype(np.uint8)
+        expansion_push(v, 1.0, sv, coef, ring)
+        pushed.append(v.astype(int))
+        want = min(int(np.sum((p - x.astype(int)) ** 2)) for p in pushed[-B:])
+        assert expansion_nearest(x, sv, ring) == want
+
+
+@pytest.mark.parametrize("count", [3, 6])  # partial and full ring
+def test_scaled_table_sum_is_the_per_term_kernel(count):
+    """GAUSSIAN_LUT_SCALED in expansion_sum: sum_j coef_j k(x, sv_j) with k = kernels.scaled_lut_value, and the
+    evicted term's share."""
+    rng = np.random.default_rng(5)
+    B = 6
+    lut = gaussian_lut(20.0, 3 * 255 ** 2)
+    sv = np.zeros((B, 3), np.uint8)
+    coef = np.zeros(B, np.float32)
+    ring = np.zeros(2, np.int64)
+    for _ in range(count + (3 if count == B else 0)):  # a full ring that wrapped
+        expansion_push(rng.integers(80, 140, 3).astype(np.uint8), float(rng.random()), sv, coef, ring)
+    x = np.array([110, 100, 120], np.uint8)
+    for factor in (0.6, 1.0, 2.5):
+        total, oldest = expansion_sum(x, sv, coef, ring, GAUSSIAN_LUT_SCALED, factor, 0.0, 0.0, lut)
+        terms = [float(coef[s]) * scaled_lut_value(lut, int_squared_distance(x, sv[s]), factor)
+                 for s in expansion_order(ring, B)]
+        assert total == pytest.approx(sum(terms), rel=1e-12)
+        assert oldest == (pytest.approx(terms[0], rel=1e-12) if count == B else 0.0)

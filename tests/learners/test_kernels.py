@@ -56,3 +56,27 @@ def test_squared_distance_is_safe_for_unsigned_inputs():
     b = np.array([255, 0], dtype=np.uint8)
     assert kernels.squared_distance(a, b) == 2 * 255.0 ** 2
     assert kernels.int_squared_distance(a, b) == 2 * 255 ** 2
+
+
+def _scaled_reference(width, factor, d2):
+    """The Gaussian of width ``factor * width`` at the squared distance ``d2``: ``exp(-d2 / (factor width)^2)``."""
+    return math.exp(-d2 / (factor * width) ** 2)
+
+
+@pytest.mark.parametrize("width", [6.0, 40.0])
+def test_scaled_table_reads_the_gaussian_of_the_scaled_width(width):
+    lut = kernels.gaussian_lut(width, 3 * 255 ** 2)
+    tol = 1.0 - math.exp(-0.5 / width ** 2)  # half a table step, relative
+    for factor in (0.25, 0.7, 1.0, 1.3, 3.0):
+        for d2 in (0, 1, 7, 50, 400, 1601, 5000, 40000, 3 * 255 ** 2):
+            got = kernels.scaled_lut_value(lut, d2, factor)
+            want = _scaled_reference(width, factor, d2)
+            assert got == pytest.approx(want, rel=tol + 1e-6, abs=2e-7), (factor, d2)
+    # factor 1 reads the table itself, bit for bit, as GAUSSIAN_LUT does
+    for d2 in range(0, lut.shape[0], 37):
+        assert kernels.scaled_lut_value(lut, d2, 1.0) == np.float64(lut[d2])
+    a, b = np.array([10, 200, 30], np.uint8), np.array([40, 170, 31], np.uint8)
+    d2 = int(np.sum((a.astype(int) - b) ** 2))
+    assert kernels.kernel_value(kernels.GAUSSIAN_LUT_SCALED, a, b, 1.5, 3.0, 1.0, lut) == \
+        kernels.scaled_lut_value(lut, d2, 1.5)
+    assert kernels.self_kernel(kernels.GAUSSIAN_LUT_SCALED, a, 1.5, 3.0, 1.0, lut) == 1.0
