@@ -21,6 +21,7 @@ Layout of the package (a Qt-free model injected into the window):
 * :mod:`gui.headless` -- ``--frames N --screenshot FILE.png`` runs.
 * :mod:`gui.qt_check` -- refuses a Qt binding known to crash (PySide6 6.12.0
   under Python 3.11).
+* :mod:`gui.gc_thread` -- reference cycles collected in the GUI thread only.
 * :mod:`gui.app` -- the ``bgsub-gui`` command.
 
 Keyboard: Space play/pause, Right step one frame, R restart, O mask overlay,

@@ -134,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtWidgets import QApplication
 
     from bgsub import registry
+    from gui.gc_thread import collect_in_gui_thread
     from gui.headless import ScreenshotRun, quiet_offscreen_warnings
     from gui.main_window import MainWindow
     from gui.model import Session
@@ -171,33 +172,35 @@ def main(argv: list[str] | None = None) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("bgsub-gui")
     app.setOrganizationName("olk-bgsub")
-    window = MainWindow(session)
-    window.resize(*size)
-    window.show()
-    if args.save_masks is not None:
-        window.set_save_folder(args.save_masks)
-    if args.frames is not None:
-        window.controller.set_frame_limit(args.frames)
+    # From here on threads run: the worker's, and a camera's reader (see gui.gc_thread).
+    with collect_in_gui_thread():
+        window = MainWindow(session)
+        window.resize(*size)
+        window.show()
+        if args.save_masks is not None:
+            window.set_save_folder(args.save_masks)
+        if args.frames is not None:
+            window.controller.set_frame_limit(args.frames)
 
-    run = ScreenshotRun(app, window, args.screenshot, args.timeout) if headless else None
-    if args.boxes:
-        window.set_show_objects(True)
-    if args.source == SAMPLE:
-        window.open_sample()
-    else:
-        window.open_source(_source_spec(args.source))
-    # After the source: a recording belongs to one source (opening another one finishes it).
-    if args.overlay is not None:
-        window.set_overlay_video(args.overlay)
-    if args.objects is not None:
-        window.set_objects_file(args.objects)
-    if run is not None and window.last_error:  # the sample could not be found
-        print(f"bgsub-gui: {window.last_error}", file=sys.stderr)
-        run.finish(1)
-    elif not args.paused or headless:
-        window.play()
-    code = app.exec()
-    window.shutdown()
+        run = ScreenshotRun(app, window, args.screenshot, args.timeout) if headless else None
+        if args.boxes:
+            window.set_show_objects(True)
+        if args.source == SAMPLE:
+            window.open_sample()
+        else:
+            window.open_source(_source_spec(args.source))
+        # After the source: a recording belongs to one source (opening another one finishes it).
+        if args.overlay is not None:
+            window.set_overlay_video(args.overlay)
+        if args.objects is not None:
+            window.set_objects_file(args.objects)
+        if run is not None and window.last_error:  # the sample could not be found
+            print(f"bgsub-gui: {window.last_error}", file=sys.stderr)
+            run.finish(1)
+        elif not args.paused or headless:
+            window.play()
+        code = app.exec()
+        window.shutdown()
     return run.exit_code if run is not None else code
 
 

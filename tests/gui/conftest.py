@@ -44,6 +44,20 @@ def make_cdnet_sequence(root: Path, n_frames: int = 24, width: int = 64, height:
     return root
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _collect_in_gui_thread(qapp):
+    """Cycles are collected only in this (the GUI) thread while a GUI test module runs, and once more
+    after it (once per module: a full collection takes about half a second here).
+
+    Otherwise a worker or reader thread may collect an earlier test's closed window,
+    leaving its timers to fire on freed memory (see :mod:`gui.gc_thread`).
+    """
+    from gui.gc_thread import collect_in_gui_thread
+
+    with collect_in_gui_thread():
+        yield
+
+
 @pytest.fixture(scope="session")
 def tiny_sequence(tmp_path_factory) -> Path:
     """A 24-frame 64x48 CDnet-layout sequence with ground truth (frames 4-24 scored)."""
