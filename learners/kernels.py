@@ -81,6 +81,15 @@ def int_squared_distance(x, y):
 
 
 @njit(cache=True, fastmath=True, inline="always")
+def lut_value(lut, d2):
+    """The table ``lut[k] = exp(-k / p^2)`` (:func:`gaussian_lut`) at the integer squared distance ``d2``; 0
+    past the table's end."""
+    if d2 < lut.shape[0]:
+        return np.float64(lut[d2])
+    return 0.0
+
+
+@njit(cache=True, fastmath=True, inline="always")
 def scaled_lut_value(lut, d2, factor):
     """``exp(-d2 / (factor p)^2)`` from the table ``lut[k] = exp(-k / p^2)`` (:func:`gaussian_lut`).
 
@@ -124,10 +133,7 @@ def kernel_value(kind, x, y, width, degree, coef0, lut):
     if kind == GAUSSIAN:
         return math.exp(-squared_distance(x, y) / (width * width))
     if kind == GAUSSIAN_LUT:
-        d2 = int_squared_distance(x, y)
-        if d2 < lut.shape[0]:
-            return np.float64(lut[d2])
-        return 0.0
+        return lut_value(lut, int_squared_distance(x, y))
     if kind == GAUSSIAN_LUT_SCALED:
         return scaled_lut_value(lut, int_squared_distance(x, y), width)
     if kind == LAPLACIAN:

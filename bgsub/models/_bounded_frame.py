@@ -50,7 +50,7 @@ from numba.extending import intrinsic
 from bgsub.models._frame_kernels import (_adaptive_prob, _diffusion_source, _emit, _expansion_layout, _level,
                                          _mat, _olk_n_update, _selected, _vec)
 from learners.expansion import expansion_sum
-from learners.kernels import GAUSSIAN_LUT
+from learners.kernels import GAUSSIAN_LUT, int_squared_distance, lut_value
 from learners.steps import RHO_QUANTILE, olk_n_quantile_rho
 
 #: Every pixel's sum is recomputed in full at least this often (frames; a power of two).
@@ -103,20 +103,6 @@ def _prefetch_state(sb, cb, rb, p, B, nc):
 
 
 @njit(cache=True, inline="always")
-def _sq_dist(x, y, nc):
-    d2 = 0
-    for c in range(nc):
-        e = np.int32(x[c]) - np.int32(y[c])
-        d2 += e * e
-    return d2
-
-
-@njit(cache=True, inline="always")
-def _table(lut, d2):
-    return np.float64(lut[d2]) if d2 < lut.shape[0] else 0.0
-
-
-@njit(cache=True, inline="always")
 def _recentre(x, xr, sv, cf, rg, ref_sum, ref_mass, i, j, nc, B, lut):
     """Full sum of the pixel's expansion at ``x``; ``x`` becomes its reference. Returns ``(total, oldest)``
     (unscaled, as :func:`learners.expansion.expansion_sum`)."""
@@ -151,7 +137,7 @@ def _surrogate(lo, hi, a_hi, a_lo):
 
 
 @njit(cache=True, inline="always")
-def _next_slot(sv, cf, rg, xr, nc, B, lut):
+def _next_slot(sv, cf, rg, xr, B, lut):
     """Before a push: the slot it will write, and the share at ``xr`` and the coefficient of the term it
     evicts (0 when the buffer is not full)."""
     start = rg[0]
@@ -160,35 +146,36 @@ def _next_slot(sv, cf, rg, xr, nc, B, lut):
         slot = start + count
         return slot - B if slot >= B else slot, 0.0, 0.0
     mass = np.float64(cf[start])
-    return start, mass * _table(lut, _sq_dist(sv[start], xr, nc)), mass
+    return start, mass * lut_value(lut, int_squared_distance(sv[start], xr)), mass
 
 
 @njit(cache=True, inline="always")
-def _admit(x, xr, cf, slot, removed, removed_mass, ref_sum, ref_mass, i, j, nc, lut):
+def _admit(x, xr, cf, slot, removed, removed_mass, ref_sum, ref_mass, i, j, lut):
     """After a push into ``slot``: the cached sum and mass at ``xr`` gain the new term and lose the evicted
     one (:func:`_next_slot`), so they stay those of the pixel's expansion."""
     added_mass = np.float64(cf[slot])
-    added = added_mass * _table(lut, _sq_dist(x, xr, nc))
+    added = added_mass * lut_value(lut, int_squared_distance(x, xr))
     ref_sum[i, j] = np.float32(np.float64(ref_sum[i, j]) + added - removed)
     ref_mass[i, j] = np.float32(np.float64(ref_mass[i, j]) + added_mass - removed_mass)
 
 
 @njit(cache=True, inline="always")
-def _tracked_step(x, f, f_oldest, sv, cf, rg, xr, ref_sum, ref_mass, i, j, nc, B, lut, scale, r, nu, C, rho0,
+def _tracked_step(x, f, f_oldest, sv, cf, rg, xr, ref_sum, ref_mass, i, j, B, lut, scale, r, nu, C, rho0,
                   rho_rule):
     """:func:`learners.steps.olk_n_update` on ``x``, keeping the pixel's cached sum and mass at its
     reference exact. Returns the new offset."""
-    slot, removed, removed_mass = _next_slot(sv, cf, rg, xr, nc, B, lut)
+    slot, removed, removed_mass = _next_slot(sv, cf, rg, xr, B, lut)
     _, new_rho = _olk_n_update(x, f, f_oldest, sv, cf, rg, scale, r, nu, C, rho0, rho_rule, 1.0, 0.0)
-    _admit(x, xr, cf, slot, removed, removed_mass, ref_sum, ref_mass, i, j, nc, lut)
+    _admit(x, xr, cf, slot, removed, removed_mass, ref_sum, ref_mass, i, j, lut)
     return new_rho
 
 
 @njit(cache=True, inline="always")
-def _bound(x, xr, ref_sum, ref_mass, i, j, nc, scale, slope):
+def _bound(x, xr, ref_sum, ref_mass, i, j, scale, slope):
     """``(lo, hi)``: where the pixel's ``f`` at ``x`` lies, from its cached sum at ``xr``."""
     f = scale * np.float64(ref_sum[i, j])
-    beta = scale * np.float64(ref_mass[i, j]) * (slope * np.sqrt(np.float64(_sq_dist(x, xr, nc))) + BOUND_SLACK)
+    distance = np.sqrt(np.float64(int_squared_distance(x, xr)))
+    beta = scale * np.float64(ref_mass[i, j]) * (slope * distance + BOUND_SLACK)
     return f - beta, f + beta
 
 
@@ -265,7 +252,7 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
             rho0 = rho[i, j]
             level = 1.0 + rho0
             out_level = _level(level, blink, i, j, gain)
-            lo, hi = _bound(_vec(frame, fb, p, nc), _vec(ref, refb, p, nc), ref_sum, ref_mass, i, j, nc, scale,
+            lo, hi = _bound(_vec(frame, fb, p, nc), _vec(ref, refb, p, nc), ref_sum, ref_mass, i, j, scale,
                             slope)
             if not ((hi < level or lo >= level) and (hi < out_level or lo >= out_level)):
                 todo[i, n_todo] = j | _EXACT
@@ -312,7 +299,7 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
                                    score, mask, quantile, rho_eta, rho_nu, rho_lo, rho_hi)
                 if _selected(fg, rg[1], B, _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho0, rho_lo), p_fg,
                              seed, frame_no, p):
-                    rho[i, j] = _tracked_step(x, f, oldest, sv, cf, rg, xr, ref_sum, ref_mass, i, j, nc, B, lut,
+                    rho[i, j] = _tracked_step(x, f, oldest, sv, cf, rg, xr, ref_sum, ref_mass, i, j, B, lut,
                                               scale, r, nu, C, rho0, rho_rule)
                     n += 1
                     continue
@@ -328,13 +315,13 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
                     fs = scale * total
                     oldest *= scale
                     n_sum += 1
-                rho[i, j] = _tracked_step(x, fs, oldest, sv, cf, rg, xr, ref_sum, ref_mass, i, j, nc, B, lut, scale,
+                rho[i, j] = _tracked_step(x, fs, oldest, sv, cf, rg, xr, ref_sum, ref_mass, i, j, B, lut, scale,
                                           r, nu, C, rho0, rho_rule)
                 n += 1
                 continue
             # learn the neighbour value y = frame[q]
             y = _vec(frame, fb, q, nc)
-            lo, hi = _bound(y, xr, ref_sum, ref_mass, i, j, nc, scale, slope)
+            lo, hi = _bound(y, xr, ref_sum, ref_mass, i, j, scale, slope)
             known, fs = _surrogate(lo, hi, a_hi, a_lo)
             oldest = 0.0
             if not known:
@@ -342,7 +329,7 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
                 fs = scale * total
                 oldest *= scale
                 n_sum += 1
-            rho[i, j] = _tracked_step(y, fs, oldest, sv, cf, rg, xr, ref_sum, ref_mass, i, j, nc, B, lut, scale, r,
+            rho[i, j] = _tracked_step(y, fs, oldest, sv, cf, rg, xr, ref_sum, ref_mass, i, j, B, lut, scale, r,
                                       nu, C, rho0, rho_rule)
             n += 1
         stepped[i] = n

@@ -42,7 +42,7 @@ from numba import carray, njit, prange, types
 from numba.extending import intrinsic
 
 from learners.expansion import expansion_nearest, expansion_push, expansion_sum
-from learners.kernels import GAUSSIAN_LUT, GAUSSIAN_LUT_SCALED
+from learners.kernels import GAUSSIAN_LUT, GAUSSIAN_LUT_SCALED, lut_value
 from learners.steps import (RHO_QUANTILE, blink_accumulate, feedback_level, misfit_average, norma_novelty_update,
                             olk_n_quantile_rho, olk_n_update, width_factor)
 
@@ -134,7 +134,7 @@ def _track_width(fg, x, sv, rg, lut, misfit, widths, blink, i, j, rate, gain, w_
     if not fg:
         d2 = expansion_nearest(x, sv, rg)
         if d2 >= 0:
-            m = misfit_average(m, np.float64(lut[d2]) if d2 < lut.shape[0] else 0.0, rate)
+            m = misfit_average(m, lut_value(lut, d2), rate)
             misfit[i, j] = m
     widths[i, j] = width_factor(m, np.float64(blink[i, j]), gain, w_blink, lo, hi)
 
