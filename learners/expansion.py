@@ -20,8 +20,8 @@ This module imports only numpy and numba.
 import numpy as np
 from numba import njit
 
-from learners.kernels import (GAUSSIAN, GAUSSIAN_LUT, GAUSSIAN_LUT_SCALED, int_squared_distance, kernel_value,
-                              scaled_lut_value)
+from learners.kernels import (GAUSSIAN, GAUSSIAN_LUT, GAUSSIAN_LUT_SCALED, hamming_distance, int_squared_distance,
+                              kernel_value, scaled_lut_value, texture_lut_value)
 
 #: Renormalise the coefficients when the global scale leaves this range.
 SCALE_MIN = 1e-10
@@ -133,6 +133,46 @@ def expansion_sum(x, sv, coef, ring, kind, width, degree, coef0, lut):
             if j == 0 and count == B:
                 oldest = term
     return total, oldest
+
+
+@njit(cache=True, fastmath=True, inline="always")
+def expansion_sum_texture(x, tx, sv, tsv, coef, ring, lam, factor, lut):
+    """:func:`expansion_sum` under the product kernel of colour and texture
+    (:func:`learners.kernels.texture_lut_value`): ``k = exp(-(||x - sv_j||^2 + lam h(tx, tsv_j)) / (factor p)^2)``.
+
+    ``tx`` : ``(C,)`` uint16 binary descriptor of ``x``; ``tsv`` : ``(B, C)`` those of the support
+    vectors, slot for slot with ``sv``. Returns ``(total, oldest)`` as :func:`expansion_sum`.
+    """
+    B = sv.shape[0]
+    start = ring[0]
+    count = ring[1]
+    total = 0.0
+    oldest = 0.0
+    if count == 0:
+        return total, oldest
+    if count == B:  # storage order; the evicted term apart
+        for slot in range(B):
+            total += np.float64(coef[slot]) * texture_lut_value(lut, int_squared_distance(x, sv[slot]),
+                                                                hamming_distance(tx, tsv[slot]), lam, factor)
+        oldest = np.float64(coef[start]) * texture_lut_value(lut, int_squared_distance(x, sv[start]),
+                                                             hamming_distance(tx, tsv[start]), lam, factor)
+        return total, oldest
+    for j in range(count):
+        slot = start + j
+        if slot >= B:
+            slot -= B
+        total += np.float64(coef[slot]) * texture_lut_value(lut, int_squared_distance(x, sv[slot]),
+                                                            hamming_distance(tx, tsv[slot]), lam, factor)
+    return total, oldest
+
+
+@njit(cache=True, inline="always")
+def expansion_newest(ring, B):
+    """Slot of the newest live term (the one :func:`expansion_push` wrote last); -1 when empty."""
+    if ring[1] == 0:
+        return -1
+    slot = ring[0] + ring[1] - 1
+    return slot - B if slot >= B else slot
 
 
 @njit(cache=True, fastmath=True, inline="always")
