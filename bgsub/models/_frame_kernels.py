@@ -7,6 +7,9 @@ State is structure-of-arrays over the image:
 - ``ring`` : int64 ``(H, W, 2)`` ``[start, count]`` of each pixel's ring buffer;
 - ``rho`` : float64 ``(H, W)`` offsets;
 - ``scale`` : one float shared by all pixels (see :mod:`learners.expansion`).
+- ``texture`` (olkn's texture features, optional): ``(lam, descriptors, sample_descriptors)``, the
+  frame's LBSP words uint16 ``(H, W, C)`` and every sample's uint16 ``(H, W, B, C)``, slot for slot
+  with ``samples`` (:func:`_sum_at`, :func:`_store_texture`; ``lam = 0``: off).
 
 A frame is one parallel region (:func:`olkn_frame`, :func:`norma_frame`): every
 pixel evaluates ``f_t(x)`` with :func:`learners.expansion.expansion_sum` (the
