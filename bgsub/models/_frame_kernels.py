@@ -7,7 +7,7 @@ State is structure-of-arrays over the image:
 - ``ring`` : int64 ``(H, W, 2)`` ``[start, count]`` of each pixel's ring buffer;
 - ``rho`` : float64 ``(H, W)`` offsets;
 - ``scale`` : one float shared by all pixels (see :mod:`learners.expansion`).
-- ``texture`` (olkn's texture features, optional): ``(lam, descriptors, sample_descriptors)``, the
+- ``tlam, tframe, tsamples`` (olkn's texture features, optional; ``texture`` inside): the weight, the
   frame's LBSP words uint16 ``(H, W, C)`` and every sample's uint16 ``(H, W, B, C)``, slot for slot
   with ``samples`` (:func:`_sum_at`, :func:`_store_texture`; ``lam = 0``: off).
 
@@ -236,7 +236,7 @@ def _neighbour_match(x, sc, samples, coef, ring, rho, sb, cb, rb, B, nc, H, W, i
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_out, oldest_out, mask, own, blink,
-                prev, post, gain, up, down, match_radius, match_tries, seed, frame_no, per_pixel, widths, texture):
+                prev, post, gain, up, down, match_radius, match_tries, seed, frame_no, per_pixel, widths, tlam, tframe, tsamples):
     """Evaluate every pixel's expansion at the new frame (no learning: the state is read only).
 
     Parameters
@@ -267,9 +267,11 @@ def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_ou
         whose value a neighbour's model explains is background.
     per_pixel, widths : bool, float32 (H, W)
         Per-pixel kernel widths (:func:`_kernel`; False: the table as it is, ``widths`` unread).
-    texture : (float, uint16 (H, W, C), uint16 (H, W, B, C))
-        Texture features (:func:`_sum_at`; ``(0.0, ...)``: off).
+    tlam, tframe, tsamples : float, uint16 (H, W, C), uint16 (H, W, B, C)
+        Texture features (:func:`_sum_at`'s ``texture``; ``tlam = 0``: off). Three arguments, not a
+        tuple: a tuple of arrays passed in from Python leaked 200 bytes a call (measured).
     """
+    texture = (tlam, tframe, tsamples)  # one argument for the helpers (:func:`_sum_at`)
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         for j in range(W):
@@ -454,7 +456,7 @@ def _norma_step(selected, x, f, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lu
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi,
                adapt, by_blink, p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask, stepped, blink, post,
-               gain, up, down, widths, misfit, per_pixel, w_gain, w_rate, w_blink, w_lo, w_hi, texture):
+               gain, up, down, widths, misfit, per_pixel, w_gain, w_rate, w_blink, w_lo, w_hi, tlam, tframe, tsamples):
     """One OLK_N frame in one pass: score every pixel, then step the selected ones.
 
     Equivalent to :func:`score_frame` (``offset = 1``) followed by
@@ -475,6 +477,7 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
     ``texture`` (:func:`_sum_at`): the product kernel of colour and texture; every stored sample keeps
     its value's descriptor (:func:`_store_texture`).
     """
+    texture = (tlam, tframe, tsamples)  # one argument for the helpers (:func:`_sum_at`)
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         n = 0
@@ -503,9 +506,10 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg, p_fg, p_diff, radius, seed,
-                frame_no, score, mask, nbr_mask, stepped, blink, post, gain, up, down, texture):
+                frame_no, score, mask, nbr_mask, stepped, blink, post, gain, up, down, tlam, tframe, tsamples):
     """One nu-NORMA frame in one pass (score ``rho - f``, then the selected pixels step;
     neighbour diffusion as in :func:`olkn_frame`)."""
+    texture = (tlam, tframe, tsamples)  # one argument for the helpers (:func:`_sum_at`)
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         n = 0
@@ -528,7 +532,7 @@ def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg,
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo,
                       rho_hi, adapt, by_blink, f_in, oldest_in, mask, p_bg, p_fg, p_diff, radius, seed, frame_no,
-                      stepped, blink, widths, misfit, per_pixel, w_gain, w_rate, w_blink, w_lo, w_hi, texture):
+                      stepped, blink, widths, misfit, per_pixel, w_gain, w_rate, w_blink, w_lo, w_hi, tlam, tframe, tsamples):
     """OLK_N update at the pixels selected by an external ``mask`` (second pass after :func:`score_frame`).
 
     Used when the policy follows the post-processed mask (``update_mask="post"``);
@@ -537,6 +541,7 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho
     same :func:`learners.steps.olk_n_update` as :func:`olkn_frame`; the per-pixel kernel widths
     (``per_pixel``) follow as there (:func:`_track_width`, on the pixel's own decision).
     """
+    texture = (tlam, tframe, tsamples)  # one argument for the helpers (:func:`_sum_at`)
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         n = 0
@@ -566,8 +571,9 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def norma_update_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, f_in, mask, p_bg, p_fg, p_diff,
-                       radius, seed, frame_no, stepped, texture):
+                       radius, seed, frame_no, stepped, tlam, tframe, tsamples):
     """nu-NORMA update at the pixels selected by an external ``mask`` (see :func:`olkn_update_frame`)."""
+    texture = (tlam, tframe, tsamples)  # one argument for the helpers (:func:`_sum_at`)
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         n = 0
@@ -597,7 +603,7 @@ def push_frame(frame, samples, coef, ring, value):
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho, per_pixel, widths, texture):
+def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho, per_pixel, widths, tlam, tframe, tsamples):
     """Set each pixel's ``rho`` to the ``q``-quantile of its leave-one-out ``f`` over its own samples,
     minus ``shift``, clipped to ``[lo, hi]``.
 
@@ -608,6 +614,7 @@ def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho, per
     Used by the first-frame bootstrap. ``per_pixel, widths``: the kernel (:func:`_kernel`); ``texture``
     (:func:`_sum_at`): each sample with its own descriptor.
     """
+    texture = (tlam, tframe, tsamples)  # one argument for the helpers (:func:`_sum_at`)
     H = samples.shape[0]
     W = samples.shape[1]
     B = samples.shape[2]

@@ -569,8 +569,8 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         return _NO_TEXTURE
 
     def _kernel_args(self) -> tuple:
-        """The kernel arguments of the frame kernels: ``(per_pixel, widths, texture)``."""
-        return (*self._width_args(), self._texture_args())
+        """The kernel arguments of the frame kernels: ``(per_pixel, widths, lam, descriptors, sample_descriptors)``."""
+        return (*self._width_args(), *self._texture_args())
 
     def _describe(self, img: np.ndarray) -> None:
         """Hook on every prepared frame before it is scored (e.g. its texture descriptors)."""

@@ -81,13 +81,13 @@ class NORMASubtractor(PixelKernelSubtractor):
         fk.norma_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["eta"],
                        p["lam"], p["nu"], p_bg, p_fg, p_diff, p["diffuse_radius"], p["seed"], self.n_frames_,
                        self._score, mask_out, nbr_mask, self._stepped, self.blink_, *self._blink_args(),
-                       self._texture_args())
+                       *self._texture_args())
 
     def _update(self, img, mask, p_bg, p_fg, p_diff):
         p = self.params
         fk.norma_update_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
                               p["eta"], p["lam"], p["nu"], self._f, mask, p_bg, p_fg, p_diff, p["diffuse_radius"],
-                              p["seed"], self.n_frames_, self._stepped, self._texture_args())
+                              p["seed"], self.n_frames_, self._stepped, *self._texture_args())
 
     def _bootstrap_step(self, x, scratch):
         # nu-NORMA's own rule adds a term only when f < rho, so from rho = 0 it would keep

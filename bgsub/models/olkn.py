@@ -283,7 +283,7 @@ class OLKNSubtractor(PixelKernelSubtractor):
         fk.olkn_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["r"],
                       p["nu"], p["C"], *self._rho_args(), p_bg, p_fg, p_diff, p["diffuse_radius"], p["seed"],
                       self.n_frames_, self._score, mask_out, nbr_mask, self._stepped, self.blink_, *self._blink_args(),
-                      self.width_, self.misfit_, *self._width_rule(), self._texture_args())
+                      self.width_, self.misfit_, *self._width_rule(), *self._texture_args())
 
     def _update(self, img, mask, p_bg, p_fg, p_diff):
         p = self.params
@@ -291,7 +291,7 @@ class OLKNSubtractor(PixelKernelSubtractor):
         fk.olkn_update_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["r"],
                              p["nu"], p["C"], *self._rho_args(), self._f, self._oldest, mask, p_bg, p_fg, p_diff,
                              p["diffuse_radius"], p["seed"], self.n_frames_, self._stepped, self.blink_, self.width_,
-                             self.misfit_, *self._width_rule(), self._texture_args())
+                             self.misfit_, *self._width_rule(), *self._texture_args())
 
     def _bootstrap_done(self):
         p = self.params
