@@ -73,7 +73,7 @@ def profile(algo: str, frames: list[np.ndarray], warm: list[np.ndarray]) -> dict
         blink = sub.blink_.copy()
         fk.score_frame(img, sub.samples_, sub.coef_, sub.ring_, sub.rho_, sub.scale_, sub.lut(),
                        sub._score_offset, sc, f64, old, mk, own, blink, sub.prev_mask_, *sub._blink_args(False), 0, 1,
-                       0, sub.n_frames_, *sub._width_args())
+                       0, sub.n_frames_, *sub._kernel_args())
         t3 = time.perf_counter()
         sub._frame(img, p_bg, p_fg, 0, sub._rawmask, sub.prev_mask_)
         sub.prev_mask_[...] = sub._rawmask

@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from learners.kernels import (GAUSSIAN, GAUSSIAN_LUT, GAUSSIAN_LUT_SCALED, int_squared_distance, kernel_value,
-                              scaled_lut_value)
+                              popcount16, scaled_lut_value, texture_lut_value)
 
 #: Renormalise the coefficients when the global scale leaves this range.
 SCALE_MIN = 1e-10
@@ -133,6 +133,49 @@ def expansion_sum(x, sv, coef, ring, kind, width, degree, coef0, lut):
             if j == 0 and count == B:
                 oldest = term
     return total, oldest
+
+
+@njit(cache=True, fastmath=True, inline="always")
+def _texture_term(x, tx, sv, tsv, coef, slot, lam, factor, lut):
+    """``coef[slot] k(x, sv[slot])`` under the product kernel (:func:`expansion_sum_texture`): the squared
+    distance and the Hamming distance (as :func:`learners.kernels.hamming_distance`) in one loop over the
+    channels, without a view of the slot's rows per term."""
+    d2 = 0
+    h = 0
+    for c in range(sv.shape[1]):
+        e = np.int32(sv[slot, c]) - np.int32(x[c])
+        d2 += e * e
+        h += popcount16(np.int64(tsv[slot, c]) ^ np.int64(tx[c]))
+    return np.float64(coef[slot]) * texture_lut_value(lut, d2, h, lam, factor)
+
+
+@njit(cache=True, fastmath=True, inline="always")
+def expansion_sum_texture(x, tx, sv, tsv, coef, ring, lam, factor, lut):
+    """:func:`expansion_sum` under the product kernel of colour and texture
+    (:func:`learners.kernels.texture_lut_value`): ``k = exp(-(||x - sv_j||^2 + lam h(tx, tsv_j)) / (factor p)^2)``.
+
+    ``tx`` : ``(C,)`` uint16 binary descriptor of ``x``; ``tsv`` : ``(B, C)`` those of the support
+    vectors, slot for slot with ``sv``. Returns ``(total, oldest)`` as :func:`expansion_sum`.
+    """
+    B, start, count = sv.shape[0], ring[0], ring[1]
+    total = 0.0
+    if count == B:  # storage order; the evicted term apart
+        for slot in range(B):
+            total += _texture_term(x, tx, sv, tsv, coef, slot, lam, factor, lut)
+        return total, _texture_term(x, tx, sv, tsv, coef, start, lam, factor, lut)
+    for j in range(count):
+        slot = start + j
+        total += _texture_term(x, tx, sv, tsv, coef, slot - B if slot >= B else slot, lam, factor, lut)
+    return total, 0.0
+
+
+@njit(cache=True, inline="always")
+def expansion_newest(ring, B):
+    """Slot of the newest live term (the one :func:`expansion_push` wrote last); -1 when empty."""
+    if ring[1] == 0:
+        return -1
+    slot = ring[0] + ring[1] - 1
+    return slot - B if slot >= B else slot
 
 
 @njit(cache=True, fastmath=True, inline="always")

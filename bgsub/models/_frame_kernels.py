@@ -7,6 +7,9 @@ State is structure-of-arrays over the image:
 - ``ring`` : int64 ``(H, W, 2)`` ``[start, count]`` of each pixel's ring buffer;
 - ``rho`` : float64 ``(H, W)`` offsets;
 - ``scale`` : one float shared by all pixels (see :mod:`learners.expansion`).
+- ``tlam, tframe, tsamples`` (olkn's texture features, optional; ``texture`` inside): the weight, the
+  frame's LBSP words uint16 ``(H, W, C)`` and every sample's uint16 ``(H, W, B, C)``, slot for slot
+  with ``samples`` (:func:`_sum_at`, :func:`_store_texture`; ``lam = 0``: off).
 
 A frame is one parallel region (:func:`olkn_frame`, :func:`norma_frame`): every
 pixel evaluates ``f_t(x)`` with :func:`learners.expansion.expansion_sum` (the
@@ -41,7 +44,8 @@ import numpy as np
 from numba import carray, njit, prange, types
 from numba.extending import intrinsic
 
-from learners.expansion import expansion_nearest, expansion_push, expansion_sum
+from learners.expansion import (expansion_nearest, expansion_newest, expansion_push, expansion_sum,
+                                expansion_sum_texture)
 from learners.kernels import GAUSSIAN_LUT, GAUSSIAN_LUT_SCALED, lut_value
 from learners.steps import (RHO_QUANTILE, blink_accumulate, feedback_level, misfit_average, norma_novelty_update,
                             olk_n_quantile_rho, olk_n_update, width_factor)
@@ -112,14 +116,51 @@ def _kernel(per_pixel, widths, i, j):
 
 
 @njit(cache=True, inline="always")
-def _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale, kind, sw):
+def _sum_at(x, sv, cf, rg, kind, sw, lut, texture, value_at, model_at):
+    """Unscaled sum and evicted share (:func:`learners.expansion.expansion_sum`) of the value ``x`` of the
+    frame's pixel ``value_at`` (flat index) under pixel ``model_at``'s expansion ``sv, cf, rg``, kernel
+    ``kind, sw`` (:func:`_kernel`).
+
+    ``texture = (lam, descriptors, sample_descriptors)`` (olkn's ``texture``; ``lam = 0``: off, the other two
+    unread): with ``lam > 0`` the kernel is the product of colour and texture,
+    :func:`learners.expansion.expansion_sum_texture` over the frame's descriptor at ``value_at``
+    (uint16 (H, W, C)) and ``model_at``'s sample descriptors (uint16 (H, W, B, C)), at the pixel's width
+    factor when ``kind`` is the scaled table."""
+    lam = texture[0]
+    if lam > 0.0:
+        tframe = texture[1]
+        tsamples = texture[2]
+        nc = tframe.shape[2]
+        tx = _vec(tframe, tframe.ctypes.data, value_at, nc)
+        tsv = _mat(tsamples, tsamples.ctypes.data, model_at, sv.shape[0], nc)
+        return expansion_sum_texture(x, tx, sv, tsv, cf, rg, lam, sw if kind == GAUSSIAN_LUT_SCALED else 1.0, lut)
+    return expansion_sum(x, sv, cf, rg, kind, sw, 0.0, 0.0, lut)
+
+
+@njit(cache=True, inline="always")
+def _store_texture(texture, value_at, model_at, rg, B):
+    """After pixel ``model_at`` stored a term (the newest slot of ``rg``) on the value of the frame's pixel
+    ``value_at``: that value's descriptor into the slot's sample descriptor (texture on, see :func:`_sum_at`)."""
+    if texture[0] > 0.0:
+        tframe = texture[1]
+        tsamples = texture[2]
+        nc = tframe.shape[2]
+        slot = expansion_newest(rg, B)
+        tx = _vec(tframe, tframe.ctypes.data, value_at, nc)
+        tsv = _mat(tsamples, tsamples.ctypes.data, model_at, B, nc)
+        for c in range(nc):
+            tsv[slot, c] = tx[c]
+
+
+@njit(cache=True, inline="always")
+def _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale, kind, sw, texture):
     """Pixel ``p``'s value ``x``, its expansion's views ``sv, cf, rg``, ``f = f_t(x)`` and the true share
-    of the term a full buffer evicts (kernel ``kind, sw`` from :func:`_kernel`)."""
+    of the term a full buffer evicts (kernel ``kind, sw`` from :func:`_kernel`, ``texture``: :func:`_sum_at`)."""
     x = _vec(frame, fb, p, nc)
     sv = _mat(samples, sb, p, B, nc)
     cf = _vec(coef, cb, p, B)
     rg = _vec(ring, rb, p, 2)
-    total, oldest = expansion_sum(x, sv, cf, rg, kind, sw, 0.0, 0.0, lut)
+    total, oldest = _sum_at(x, sv, cf, rg, kind, sw, lut, texture, p, p)
     return x, sv, cf, rg, scale * total, scale * oldest
 
 
@@ -164,7 +205,7 @@ def _emit(sc, blink, prev, post, i, j, gain, up, down, score, mask):
 
 @njit(cache=True, inline="always")
 def _neighbour_match(x, sc, samples, coef, ring, rho, sb, cb, rb, B, nc, H, W, i, j, p, scale, lut, offset, radius,
-                     tries, seed, frame_no, per_pixel, widths):
+                     tries, seed, frame_no, per_pixel, widths, texture):
     """Spatial tolerance: the score of ``x`` lowered to the best of ``tries`` neighbours' models.
 
     Neighbours are drawn uniformly (counter-based hash) from the ``(2 radius + 1)^2``
@@ -183,8 +224,8 @@ def _neighbour_match(x, sc, samples, coef, ring, rho, sb, cb, rb, B, nc, H, W, i
         if q == p:
             continue
         kind, sw = _kernel(per_pixel, widths, ii, jj)
-        total, _ = expansion_sum(x, _mat(samples, sb, q, B, nc), _vec(coef, cb, q, B), _vec(ring, rb, q, 2),
-                                 kind, sw, 0.0, 0.0, lut)
+        total, _ = _sum_at(x, _mat(samples, sb, q, B, nc), _vec(coef, cb, q, B), _vec(ring, rb, q, 2), kind, sw,
+                           lut, texture, p, q)
         s = offset + rho[ii, jj] - scale * total
         if s < sc:
             sc = s
@@ -195,7 +236,7 @@ def _neighbour_match(x, sc, samples, coef, ring, rho, sb, cb, rb, B, nc, H, W, i
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_out, oldest_out, mask, own, blink,
-                prev, post, gain, up, down, match_radius, match_tries, seed, frame_no, per_pixel, widths):
+                prev, post, gain, up, down, match_radius, match_tries, seed, frame_no, per_pixel, widths, tlam, tframe, tsamples):
     """Evaluate every pixel's expansion at the new frame (no learning: the state is read only).
 
     Parameters
@@ -226,14 +267,18 @@ def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_ou
         whose value a neighbour's model explains is background.
     per_pixel, widths : bool, float32 (H, W)
         Per-pixel kernel widths (:func:`_kernel`; False: the table as it is, ``widths`` unread).
+    tlam, tframe, tsamples : float, uint16 (H, W, C), uint16 (H, W, B, C)
+        Texture features (:func:`_sum_at`'s ``texture``; ``tlam = 0``: off). Three arguments, not a
+        tuple: a tuple of arrays passed in from Python leaked 200 bytes a call (measured).
     """
+    texture = (tlam, tframe, tsamples)  # one argument for the helpers (:func:`_sum_at`)
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         for j in range(W):
             p = i * W + j
             kind, sw = _kernel(per_pixel, widths, i, j)
             x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale,
-                                                  kind, sw)
+                                                  kind, sw, texture)
             f_out[i, j] = f
             oldest_out[i, j] = oldest
             level = offset + rho[i, j]
@@ -241,7 +286,8 @@ def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_ou
             sc = _level(level, blink, i, j, gain) - f
             if sc > 0.0 and match_radius > 0:
                 sc = _neighbour_match(x, sc, samples, coef, ring, rho, sb, cb, rb, B, nc, H, W, i, j, p, scale, lut,
-                                      offset, match_radius, match_tries, seed, frame_no, per_pixel, widths)
+                                      offset, match_radius, match_tries, seed, frame_no, per_pixel, widths,
+                                      texture)
             _emit(sc, blink, prev, post, i, j, gain, up, down, score, mask)
 
 
@@ -359,48 +405,58 @@ def _diffusion_source(nbr_mask, i, j, H, W, radius, p_diff, seed, frame_no, inde
 
 @njit(cache=True, inline="always")
 def _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p_diff, radius, seed, frame_no, kind,
-                     sw):
+                     sw, texture):
     """The neighbour value pixel ``p`` learns this frame (:func:`_diffusion_source`) with ``f`` and the evicted
-    term's share of the pixel's expansion at it: ``(q, x_q, f, f_oldest)``, ``q = -1`` when none is drawn."""
+    term's share of the pixel's expansion at it: ``(q, x_q, f, f_oldest)``, ``q = -1`` when none is drawn
+    (with ``texture``, the neighbour's descriptor counts: :func:`_sum_at`)."""
     q = _diffusion_source(nbr_mask, i, j, frame.shape[0], frame.shape[1], radius, p_diff, seed, frame_no, p)
     xq = _vec(frame, fb, max(q, 0), nc)
     if q < 0:
         return q, xq, 0.0, 0.0
-    total, oldest = expansion_sum(xq, sv, cf, rg, kind, sw, 0.0, 0.0, lut)
+    total, oldest = _sum_at(xq, sv, cf, rg, kind, sw, lut, texture, q, p)
     return q, xq, scale * total, scale * oldest
 
 
 @njit(cache=True, inline="always")
 def _olkn_step(selected, x, f, f_oldest, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, r, nu, C, rho0,
-               rho_rule, p_diff, radius, seed, frame_no, kind, sw):
+               rho_rule, p_diff, radius, seed, frame_no, kind, sw, texture):
     """OLK_N step of pixel ``p``: on its own value ``x`` when the policy ``selected`` it, else, if drawn, on a
-    background neighbour's value (:func:`_neighbour_value`, kernel ``kind, sw``). Returns ``(stepped, rho)``."""
+    background neighbour's value (:func:`_neighbour_value`, kernel ``kind, sw``); with ``texture`` the new
+    sample keeps the value's descriptor (:func:`_store_texture`). Returns ``(stepped, rho)``."""
+    at = p
     if not selected:
         q, x, f, f_oldest = _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p_diff,
-                                             radius, seed, frame_no, kind, sw)
+                                             radius, seed, frame_no, kind, sw, texture)
         if q < 0:
             return False, rho0
+        at = q
     a, new_rho = _olk_n_update(x, f, f_oldest, sv, cf, rg, scale, r, nu, C, rho0, rho_rule, 1.0, 0.0)
+    _store_texture(texture, at, p, rg, sv.shape[0])
     return True, new_rho
 
 
 @njit(cache=True, inline="always")
 def _norma_step(selected, x, f, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, eta, lam, nu, rho0, p_diff,
-                radius, seed, frame_no):
-    """nu-NORMA step of pixel ``p`` (see :func:`_olkn_step`). Returns ``(stepped, rho)``."""
+                radius, seed, frame_no, texture):
+    """nu-NORMA step of pixel ``p`` (see :func:`_olkn_step`; a term is stored only when ``alpha != 0``).
+    Returns ``(stepped, rho)``."""
+    at = p
     if not selected:
         q, x, f, _ = _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p_diff, radius, seed,
-                                      frame_no, GAUSSIAN_LUT, 0.0)
+                                      frame_no, GAUSSIAN_LUT, 0.0, texture)
         if q < 0:
             return False, rho0
+        at = q
     alpha, new_rho = _norma_novelty_update(x, f, sv, cf, rg, scale, eta, lam, nu, rho0, 0.0)
+    if alpha != 0.0:
+        _store_texture(texture, at, p, rg, sv.shape[0])
     return True, new_rho
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi,
                adapt, by_blink, p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask, stepped, blink, post,
-               gain, up, down, widths, misfit, per_pixel, w_gain, w_rate, w_blink, w_lo, w_hi):
+               gain, up, down, widths, misfit, per_pixel, w_gain, w_rate, w_blink, w_lo, w_hi, tlam, tframe, tsamples):
     """One OLK_N frame in one pass: score every pixel, then step the selected ones.
 
     Equivalent to :func:`score_frame` (``offset = 1``) followed by
@@ -418,7 +474,10 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
     ``per_pixel`` gives every pixel its own kernel width: the table read at the factor
     ``widths[i, j]``, which follows the pixel's misfit average ``misfit`` (rate ``w_rate``)
     and its blink accumulator (:func:`_track_width`, bounds ``w_lo``, ``w_hi``).
+    ``texture`` (:func:`_sum_at`): the product kernel of colour and texture; every stored sample keeps
+    its value's descriptor (:func:`_store_texture`).
     """
+    texture = (tlam, tframe, tsamples)  # one argument for the helpers (:func:`_sum_at`)
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         n = 0
@@ -426,7 +485,7 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
             p = i * W + j
             kind, sw = _kernel(per_pixel, widths, i, j)
             x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale,
-                                                  kind, sw)
+                                                  kind, sw, texture)
             rho0 = rho[i, j]
             _emit(_level(1.0 + rho0, blink, i, j, gain) - f, blink, nbr_mask, post, i, j, gain, up, down, score, mask)
             fg = 1.0 + rho0 - f > 0.0  # the policy reads the pixel's own decision, without the feedback
@@ -438,7 +497,7 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
             sel = _selected(fg, rg[1], B, _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho0, rho_lo), p_fg, seed,
                             frame_no, p)
             done, new_rho = _olkn_step(sel, x, f, oldest, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, r,
-                                       nu, C, rho0, rho_rule, p_diff, radius, seed, frame_no, kind, sw)
+                                       nu, C, rho0, rho_rule, p_diff, radius, seed, frame_no, kind, sw, texture)
             if done:
                 rho[i, j] = new_rho
                 n += 1
@@ -447,22 +506,23 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg, p_fg, p_diff, radius, seed,
-                frame_no, score, mask, nbr_mask, stepped, blink, post, gain, up, down):
+                frame_no, score, mask, nbr_mask, stepped, blink, post, gain, up, down, tlam, tframe, tsamples):
     """One nu-NORMA frame in one pass (score ``rho - f``, then the selected pixels step;
     neighbour diffusion as in :func:`olkn_frame`)."""
+    texture = (tlam, tframe, tsamples)  # one argument for the helpers (:func:`_sum_at`)
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         n = 0
         for j in range(W):
             p = i * W + j
             x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale,
-                                                  GAUSSIAN_LUT, 0.0)
+                                                  GAUSSIAN_LUT, 0.0, texture)
             rho0 = rho[i, j]
             _emit(_level(rho0, blink, i, j, gain) - f, blink, nbr_mask, post, i, j, gain, up, down, score, mask)
             fg = rho0 - f > 0.0  # the policy reads the pixel's own decision, without the feedback
             sel = _selected(fg, 1 if rg[1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p)
             done, new_rho = _norma_step(sel, x, f, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, eta, lam,
-                                        nu, rho0, p_diff, radius, seed, frame_no)
+                                        nu, rho0, p_diff, radius, seed, frame_no, texture)
             if done:
                 rho[i, j] = new_rho
                 n += 1
@@ -472,7 +532,7 @@ def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg,
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo,
                       rho_hi, adapt, by_blink, f_in, oldest_in, mask, p_bg, p_fg, p_diff, radius, seed, frame_no,
-                      stepped, blink, widths, misfit, per_pixel, w_gain, w_rate, w_blink, w_lo, w_hi):
+                      stepped, blink, widths, misfit, per_pixel, w_gain, w_rate, w_blink, w_lo, w_hi, tlam, tframe, tsamples):
     """OLK_N update at the pixels selected by an external ``mask`` (second pass after :func:`score_frame`).
 
     Used when the policy follows the post-processed mask (``update_mask="post"``);
@@ -481,6 +541,7 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho
     same :func:`learners.steps.olk_n_update` as :func:`olkn_frame`; the per-pixel kernel widths
     (``per_pixel``) follow as there (:func:`_track_width`, on the pixel's own decision).
     """
+    texture = (tlam, tframe, tsamples)  # one argument for the helpers (:func:`_sum_at`)
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         n = 0
@@ -501,7 +562,7 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho
                             p_fg, seed, frame_no, p)
             done, new_rho = _olkn_step(sel, _vec(frame, fb, p, nc), f_in[i, j], oldest_in[i, j], frame, fb, nc, mask,
                                        i, j, p, sv, cf, rg, lut, scale, r, nu, C, rho0, rho_rule, p_diff, radius,
-                                       seed, frame_no, kind, sw)
+                                       seed, frame_no, kind, sw, texture)
             if done:
                 rho[i, j] = new_rho
                 n += 1
@@ -510,8 +571,9 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def norma_update_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, f_in, mask, p_bg, p_fg, p_diff,
-                       radius, seed, frame_no, stepped):
+                       radius, seed, frame_no, stepped, tlam, tframe, tsamples):
     """nu-NORMA update at the pixels selected by an external ``mask`` (see :func:`olkn_update_frame`)."""
+    texture = (tlam, tframe, tsamples)  # one argument for the helpers (:func:`_sum_at`)
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         n = 0
@@ -522,7 +584,8 @@ def norma_update_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu
             rg = _vec(ring, rb, p, 2)
             sel = _selected(mask[i, j] != 0, 1 if rg[1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p)
             done, new_rho = _norma_step(sel, _vec(frame, fb, p, nc), f_in[i, j], frame, fb, nc, mask, i, j, p, sv, cf,
-                                        rg, lut, scale, eta, lam, nu, rho[i, j], p_diff, radius, seed, frame_no)
+                                        rg, lut, scale, eta, lam, nu, rho[i, j], p_diff, radius, seed, frame_no,
+                                        texture)
             if done:
                 rho[i, j] = new_rho
                 n += 1
@@ -540,7 +603,7 @@ def push_frame(frame, samples, coef, ring, value):
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho, per_pixel, widths):
+def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho, per_pixel, widths, tlam, tframe, tsamples):
     """Set each pixel's ``rho`` to the ``q``-quantile of its leave-one-out ``f`` over its own samples,
     minus ``shift``, clipped to ``[lo, hi]``.
 
@@ -548,8 +611,10 @@ def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho, per
     term is evaluated; ``rho`` becomes the value of rank ``floor(q * count)`` of
     these, so a fraction ``q`` of the pixel's own values would score novel under
     nu-NORMA's ``rho - f`` (``shift = 0``) or OLK_N's ``1 + rho - f`` (``shift = 1``).
-    Used by the first-frame bootstrap. ``per_pixel, widths``: the kernel (:func:`_kernel`).
+    Used by the first-frame bootstrap. ``per_pixel, widths``: the kernel (:func:`_kernel`); ``texture``
+    (:func:`_sum_at`): each sample with its own descriptor.
     """
+    texture = (tlam, tframe, tsamples)  # one argument for the helpers (:func:`_sum_at`)
     H = samples.shape[0]
     W = samples.shape[1]
     B = samples.shape[2]
@@ -572,7 +637,12 @@ def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho, per
                 slot = rg[0] + a
                 if slot >= B:
                     slot -= B
-                total, _ = expansion_sum(sv[slot], sv, cf, rg, kind, sw, 0.0, 0.0, lut)
+                if texture[0] > 0.0:
+                    tsv = _mat(texture[2], texture[2].ctypes.data, p, B, nc)
+                    total, _ = expansion_sum_texture(sv[slot], tsv[slot], sv, tsv, cf, rg, texture[0],
+                                                     sw if kind == GAUSSIAN_LUT_SCALED else 1.0, lut)
+                else:
+                    total, _ = expansion_sum(sv[slot], sv, cf, rg, kind, sw, 0.0, 0.0, lut)
                 vals[a] = scale * (total - np.float64(cf[slot]) * np.float64(lut[0]))  # leave the sample out
             v = np.sort(vals[:count])
             k = int(q * count)

@@ -104,6 +104,8 @@ _PROB_ONE = fk.PROB_ONE
 
 #: The kernel arguments of a model without per-pixel widths (:meth:`PixelKernelSubtractor._width_args`).
 _NO_WIDTHS = (False, np.zeros((0, 0), np.float32))
+#: The texture argument of a model without texture features (:meth:`PixelKernelSubtractor._texture_args`).
+_NO_TEXTURE = (0.0, np.zeros((1, 1, 1), np.uint16), np.zeros((1, 1, 1, 1), np.uint16))
 
 #: Neighbourhood of the previous output's foreground in which decision flips do not count as blinking.
 _BLINK_MARGIN = np.ones((5, 5), np.uint8)
@@ -489,6 +491,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         img = self._stabilise(self._prepare(image))
         self._check_fgmask(fgmask, self.input_shape_)
         self._img = img
+        self._describe(img)
         if self.samples_ is None:
             self._allocate(img.shape[0], img.shape[1], img.shape[2])
             if self.params["init"] == "neighbours":
@@ -553,12 +556,29 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         fk.score_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
                        self._score_offset, self._score, self._f, self._oldest, self._rawmask, self._own, self.blink_,
                        self.prev_mask_, *self._blink_args(learn), p.get("match_radius", 0), p.get("match_tries", 1),
-                       p["seed"], self.n_frames_, *self._width_args())
+                       p["seed"], self.n_frames_, *self._kernel_args())
 
     def _width_args(self) -> tuple:
         """``(per_pixel, widths)`` of the frame kernels' per-pixel kernel widths (:func:`fk._kernel`): none by
         default, the table as it is."""
         return _NO_WIDTHS
+
+    def _texture_args(self) -> tuple:
+        """``(lam, descriptors, sample_descriptors)`` of the frame kernels' texture features
+        (:func:`fk._sum_at`): none by default (``lam = 0``)."""
+        return _NO_TEXTURE
+
+    def _kernel_args(self) -> tuple:
+        """The kernel arguments of the frame kernels: ``(per_pixel, widths, lam, descriptors, sample_descriptors)``."""
+        return (*self._width_args(), *self._texture_args())
+
+    def _describe(self, img: np.ndarray) -> None:
+        """Hook on every prepared frame before it is scored (e.g. its texture descriptors)."""
+
+    def _bootstrap_values(self, img: np.ndarray, rows: np.ndarray | None, cols: np.ndarray | None) -> np.ndarray:
+        """The first frame's values at ``(rows, cols)`` (None: ``img`` itself), C-contiguous, for a bootstrap
+        step (subclasses move derived per-pixel inputs, e.g. descriptors, along)."""
+        return img if rows is None else np.ascontiguousarray(img[rows, cols])
 
     def _full_size(self, image: np.ndarray, interpolation: int, copy: bool = True) -> np.ndarray:
         """``image`` (at the processed size) at the input's size (``process_scale``); a copy."""
@@ -626,11 +646,11 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         rad = self.params["init_radius"]
         for b in range(self.params["budget"]):
             if b == 0:
-                x = img
+                x = self._bootstrap_values(img, None, None)
             else:
                 yy = np.clip(rows + rng.integers(-rad, rad + 1, size=(H, W)), 0, H - 1)
                 xx = np.clip(cols + rng.integers(-rad, rad + 1, size=(H, W)), 0, W - 1)
-                x = np.ascontiguousarray(img[yy, xx])
+                x = self._bootstrap_values(img, yy, xx)
             self._bootstrap_step(x, scratch)
             self._advance_scale()
         self._bootstrap_done()

@@ -80,13 +80,14 @@ class NORMASubtractor(PixelKernelSubtractor):
         p = self.params
         fk.norma_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["eta"],
                        p["lam"], p["nu"], p_bg, p_fg, p_diff, p["diffuse_radius"], p["seed"], self.n_frames_,
-                       self._score, mask_out, nbr_mask, self._stepped, self.blink_, *self._blink_args())
+                       self._score, mask_out, nbr_mask, self._stepped, self.blink_, *self._blink_args(),
+                       *self._texture_args())
 
     def _update(self, img, mask, p_bg, p_fg, p_diff):
         p = self.params
         fk.norma_update_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
                               p["eta"], p["lam"], p["nu"], self._f, mask, p_bg, p_fg, p_diff, p["diffuse_radius"],
-                              p["seed"], self.n_frames_, self._stepped)
+                              p["seed"], self.n_frames_, self._stepped, *self._texture_args())
 
     def _bootstrap_step(self, x, scratch):
         # nu-NORMA's own rule adds a term only when f < rho, so from rho = 0 it would keep
@@ -102,7 +103,7 @@ class NORMASubtractor(PixelKernelSubtractor):
         # ... and sets each pixel's rho to the nu-quantile of f over its own values
         if self.params["init_rho"] == "quantile":
             fk.quantile_offsets(self.samples_, self.coef_, self.ring_, self.scale_, self.lut(), self.params["nu"],
-                                0.0, -np.inf, np.inf, self.rho_, *self._width_args())
+                                0.0, -np.inf, np.inf, self.rho_, *self._kernel_args())
 
     def _decay(self) -> float:
         return float(norma_decay(self.params["eta"], self.params["lam"]))

@@ -16,6 +16,7 @@ import numpy as np
 
 from bgsub.models import _bounded_frame as bf
 from bgsub.models import _frame_kernels as fk
+from bgsub.models import _texture
 from bgsub.models.base import (COMMON_PARAMS, FEEDBACK_PARAMS, PixelKernelSubtractor, from_preset,
                                with_defaults)
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
@@ -75,6 +76,14 @@ OLKN_PARAMS = (
     ParamSpec("width_blink", float, 0.0,
               "adapt_width: rise of the width factor with the blink accumulator v (which moves only while "
               "blink_gain > 0)", "", 0.0, 10.0),
+    ParamSpec("texture", float, 0.0,
+              "texture features: each value carries the LBSP binary descriptor of its 5x5 neighbourhood (16 bits "
+              "per channel) and the kernel becomes the product exp(-(||x - y||^2 + texture * h) / width^2) of the "
+              "colour Gaussian and a Gaussian of the descriptors' Hamming distance h (0: off; on, frames run the "
+              "exact engine; turning it on in a running model resets it)", "grey levels^2 per bit", 0.0, 65025.0),
+    ParamSpec("texture_threshold", float, 0.3,
+              "texture: relative threshold t of the descriptor, bit set where |I(n) - I(c)| > max(t I(c), 4)",
+              "ratio", 0.0, 10.0, live=False),
     SCORE_MAP_PARAM,
 ) + with_defaults(FEEDBACK_PARAMS, blink_gain=0.9, blink_up=0.1) + with_defaults(COMMON_PARAMS, diffuse_prob=0.2)
 
@@ -108,6 +117,10 @@ class OLKNSubtractor(PixelKernelSubtractor):
     adapt_width, width_rate, width_min, width_max, width_blink : float
         Per-pixel kernel width ``s(x) * width`` (:func:`learners.steps.width_factor`; off while
         ``adapt_width`` and ``width_blink`` are 0).
+    texture, texture_threshold : float
+        Texture features: the weight ``lam`` of the descriptors' Hamming distance in the product kernel
+        (:func:`learners.kernels.texture_lut_value`; 0: off) and the descriptor's relative threshold
+        (:func:`bgsub.models._texture.lbsp`).
     budget, color, blur, update_prob, fg_update_prob, median, open, close, min_area, seed
         See :data:`bgsub.models.base.COMMON_PARAMS` and ``docs/parameters.md``.
 
@@ -118,29 +131,34 @@ class OLKNSubtractor(PixelKernelSubtractor):
         the per-pixel widths are on).
     width_ : ndarray (H, W) of float32
         Each pixel's kernel width factor ``s`` (1 while off).
+    texture_ : ndarray (H, W, B, C) of uint16, or None
+        The LBSP descriptor of every sample, slot for slot with ``samples_`` (None while ``texture`` is 0).
 
     See :class:`bgsub.models.base.PixelKernelSubtractor` for the others.
     """
 
     _SPECS = OLKN_PARAMS
     _score_offset = 1.0
-    _STATE_ARRAYS = PixelKernelSubtractor._STATE_ARRAYS + ("misfit_", "width_")
-    #: 3: ``misfit_`` and ``width_`` (the per-pixel kernel widths, ``adapt_width``) joined the state.
-    _STATE_LAYOUT = 3
+    _STATE_ARRAYS = PixelKernelSubtractor._STATE_ARRAYS + ("misfit_", "width_", "texture_")
+    #: 3: ``misfit_`` and ``width_`` (the per-pixel kernel widths, ``adapt_width``) joined the state;
+    #: 4: ``texture_`` (the samples' descriptors, present while ``texture`` > 0).
+    _STATE_LAYOUT = 4
 
     @classmethod
     def _upgrade_checkpoint(cls, layout, params, arrays):
-        """A checkpoint of layout 1 or 2 (before the per-pixel widths) as layout 3: ``adapt_width`` off, as it
-        was then, with a fresh misfit average and unit widths."""
-        if layout == 1:
-            params, arrays = super()._upgrade_checkpoint(layout, params, arrays)
-        elif layout != 2:
+        """A checkpoint of layout 1, 2 (before the per-pixel widths: ``adapt_width`` off, as it was then, with a
+        fresh misfit average and unit widths) or 3 (before the texture features) as layout 4: ``texture``
+        off, as it was then."""
+        if layout in (1, 2):
+            if layout == 1:
+                params, arrays = super()._upgrade_checkpoint(layout, params, arrays)
+            params = {**params, "adapt_width": 0.0, "width_blink": 0.0}
+            if "samples_" in arrays:
+                H, W = arrays["samples_"].shape[:2]
+                arrays = {"misfit_": np.zeros((H, W), np.float32), "width_": np.ones((H, W), np.float32), **arrays}
+        elif layout != 3:
             return None
-        params = {**params, "adapt_width": 0.0, "width_blink": 0.0}
-        if "samples_" in arrays:
-            H, W = arrays["samples_"].shape[:2]
-            arrays = {"misfit_": np.zeros((H, W), np.float32), "width_": np.ones((H, W), np.float32), **arrays}
-        return params, arrays
+        return {**params, "texture": 0.0}, arrays
 
     @property
     def score_range(self) -> tuple[float, float]:
@@ -175,16 +193,54 @@ class OLKNSubtractor(PixelKernelSubtractor):
         return (self._per_pixel_width(), p["adapt_width"], p["width_rate"], p["width_blink"], p["width_min"],
                 p["width_max"])
 
+    def _texture_on(self) -> bool:
+        """Whether values carry texture descriptors (``texture`` > 0)."""
+        return self.params["texture"] > 0.0
+
+    def _texture_args(self):
+        if not self._texture_on():
+            return super()._texture_args()
+        return float(self.params["texture"]), self._descriptors, self.texture_
+
+    def _describe(self, img):
+        """The frame's LBSP descriptors (:func:`_texture.lbsp`), while ``texture`` is on."""
+        if self._texture_on():
+            out = np.empty(img.shape, np.uint16)
+            _texture.lbsp(img, self.params["texture_threshold"], _texture.LBSP_FLOOR, out)
+            self._frame_descriptors = self._descriptors = out
+
+    def _bootstrap_values(self, img, rows, cols):
+        if self._texture_on():  # each value with its own pixel's descriptor
+            d = self._frame_descriptors
+            self._descriptors = d if rows is None else np.ascontiguousarray(d[rows, cols])
+        return super()._bootstrap_values(img, rows, cols)
+
+    def set_params(self, **params):
+        """As :meth:`PixelKernelSubtractor.set_params`; turning ``texture`` on in a model whose samples have no
+        descriptors resets it (returns True), turning it off drops the descriptors."""
+        reset = super().set_params(**params)
+        if self.samples_ is not None:
+            if not self._texture_on():
+                self.texture_ = None
+            elif self.texture_ is None:
+                self.reset()
+                return True
+        return reset
+
     def reset(self):
         super().reset()
         self.misfit_ = None
         self.width_ = None
+        self.texture_ = None
+        self._descriptors = self._frame_descriptors = None
 
     def _allocate(self, H, W, C):
         super()._allocate(H, W, C)
         # the per-pixel kernel widths (adapt_width): misfit average m and width factor s
         self.misfit_ = np.zeros((H, W), dtype=np.float32)
         self.width_ = np.ones((H, W), dtype=np.float32)
+        if self._texture_on():
+            self.texture_ = np.zeros((H, W, self.params["budget"], C), dtype=np.uint16)
         # the bounded engine's cache (bgsub.models._bounded_frame): derived state, not saved
         self._ref = np.zeros((H, W, C), dtype=np.uint8)
         self._ref_sum = np.zeros((H, W), dtype=np.float32)
@@ -206,10 +262,11 @@ class OLKNSubtractor(PixelKernelSubtractor):
     def _bounded(self) -> bool:
         """Whether frames run :func:`bf.olkn_frame_bounded` (``score_map="bounded"``; not under eq. 68, whose
         offset reads ``f`` after every step, nor with per-pixel kernel widths, whose Lipschitz slopes differ
-        from pixel to pixel and change every frame)."""
+        from pixel to pixel and change every frame, nor with texture features, which its bound does not
+        cover)."""
         p = self.params
         return (p["score_map"] == "bounded" and OLKN_RHO_RULES[p["rho_rule"]] != RHO_PRIMAL
-                and not self._per_pixel_width())
+                and not self._per_pixel_width() and not self._texture_on())
 
     def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
         p = self.params
@@ -226,7 +283,7 @@ class OLKNSubtractor(PixelKernelSubtractor):
         fk.olkn_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["r"],
                       p["nu"], p["C"], *self._rho_args(), p_bg, p_fg, p_diff, p["diffuse_radius"], p["seed"],
                       self.n_frames_, self._score, mask_out, nbr_mask, self._stepped, self.blink_, *self._blink_args(),
-                      self.width_, self.misfit_, *self._width_rule())
+                      self.width_, self.misfit_, *self._width_rule(), *self._texture_args())
 
     def _update(self, img, mask, p_bg, p_fg, p_diff):
         p = self.params
@@ -234,16 +291,17 @@ class OLKNSubtractor(PixelKernelSubtractor):
         fk.olkn_update_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["r"],
                              p["nu"], p["C"], *self._rho_args(), self._f, self._oldest, mask, p_bg, p_fg, p_diff,
                              p["diffuse_radius"], p["seed"], self.n_frames_, self._stepped, self.blink_, self.width_,
-                             self.misfit_, *self._width_rule())
+                             self.misfit_, *self._width_rule(), *self._texture_args())
 
     def _bootstrap_done(self):
         p = self.params
+        self._descriptors = self._frame_descriptors  # the stream's frame again, after the bootstrap's values
         # the bootstrap's values are not the stream's: the widths start from a static pixel's
         self.misfit_[...] = 0.0
         self.width_[...] = p["width_min"] if self._per_pixel_width() else 1.0
         if p["init_rho"] == "quantile" and p["rho_rule"] == "quantile":
             fk.quantile_offsets(self.samples_, self.coef_, self.ring_, self.scale_, self.lut(), p["rho_nu"], 1.0,
-                                p["rho_min"], p["rho_max"], self.rho_, *self._width_args())
+                                p["rho_min"], p["rho_max"], self.rho_, *self._kernel_args())
 
     def _decay(self) -> float:
         return float(olk_decay(self.params["r"]))

@@ -137,7 +137,7 @@ def test_a_checkpoint_from_before_the_widths_continues_without_them(tmp_path):
     for f in frames[:10]:
         first.apply(f)
     meta, arrays = read_checkpoint(first.save(tmp_path / "new.npz"))
-    assert meta["state_layout"] == 3
+    assert meta["state_layout"] == 4
     # as the version before the widths wrote it: layout 2, no width parameters or arrays
     params = {k: v for k, v in meta.pop("params").items() if k not in
               ("adapt_width", "width_rate", "width_min", "width_max", "width_blink")}

@@ -11,13 +11,15 @@ from learners.expansion import (
     SCALE_MAX,
     SCALE_MIN,
     expansion_nearest,
+    expansion_newest,
     expansion_order,
     expansion_prune,
     expansion_push,
     expansion_sum,
+    expansion_sum_texture,
     needs_renormalise,
 )
-from learners.kernels import (EMPTY_LUT, GAUSSIAN, GAUSSIAN_LUT_SCALED, LINEAR, gaussian_lut, int_squared_distance,
+from learners.kernels import (EMPTY_LUT, GAUSSIAN, GAUSSIAN_LUT, GAUSSIAN_LUT_SCALED, LINEAR, gaussian_lut, int_squared_distance,
                               scaled_lut_value)
 
 
@@ -148,3 +150,36 @@ def test_scaled_table_sum_is_the_per_term_kernel(count):
                  for s in expansion_order(ring, B)]
         assert total == pytest.approx(sum(terms), rel=1e-12)
         assert oldest == (pytest.approx(terms[0], rel=1e-12) if count == B else 0.0)
+
+
+@pytest.mark.parametrize("count", [3, 6])  # partial and full ring
+def test_texture_sum_is_the_product_of_colour_and_hamming_kernels(count):
+    """expansion_sum_texture: sum_j coef_j exp(-(||x - sv_j||^2 + lam h_j) / (factor p)^2), h_j the number of
+    differing descriptor bits, transcribed with Python's bit count and math.exp (the table rounds the
+    effective distance to an integer), and the evicted term's share; the newest slot is the last push."""
+    rng = np.random.default_rng(6)
+    B, p = 6, 20.0
+    lut = gaussian_lut(p, 3 * 255 ** 2)
+    sv = np.zeros((B, 3), np.uint8)
+    tsv = np.zeros((B, 3), np.uint16)
+    coef = np.zeros(B, np.float32)
+    ring = np.zeros(2, np.int64)
+    for _ in range(count + (3 if count == B else 0)):  # a full ring that wrapped
+        expansion_push(rng.integers(80, 140, 3).astype(np.uint8), float(rng.random()), sv, coef, ring)
+        slot = expansion_newest(ring, B)
+        tsv[slot] = rng.integers(0, 1 << 16, 3)
+    x = np.array([110, 100, 120], np.uint8)
+    tx = rng.integers(0, 1 << 16, 3).astype(np.uint16)
+    for lam in (0.0, 3.0, 40.0):
+        for factor in (1.0, 1.7):
+            total, oldest = expansion_sum_texture(x, tx, sv, tsv, coef, ring, lam, factor, lut)
+            terms = []
+            for s in expansion_order(ring, B):
+                d2 = int(np.sum((sv[s].astype(int) - x.astype(int)) ** 2))
+                h = sum(bin(int(a) ^ int(b)).count("1") for a, b in zip(tx, tsv[s]))
+                terms.append(float(coef[s]) * math.exp(-(d2 + lam * h) / (factor * p) ** 2))
+            assert total == pytest.approx(sum(terms), rel=2e-3)
+            assert oldest == (pytest.approx(terms[0], rel=2e-3) if count == B else 0.0)
+    # lam = 0 reads the colour table exactly as expansion_sum does
+    t0, o0 = expansion_sum_texture(x, tx, sv, tsv, coef, ring, 0.0, 1.0, lut)
+    assert (t0, o0) == pytest.approx(expansion_sum(x, sv, coef, ring, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut), rel=1e-12)

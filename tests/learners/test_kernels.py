@@ -80,3 +80,31 @@ def test_scaled_table_reads_the_gaussian_of_the_scaled_width(width):
     assert kernels.kernel_value(kernels.GAUSSIAN_LUT_SCALED, a, b, 1.5, 3.0, 1.0, lut) == \
         kernels.scaled_lut_value(lut, d2, 1.5)
     assert kernels.self_kernel(kernels.GAUSSIAN_LUT_SCALED, a, 1.5, 3.0, 1.0, lut) == 1.0
+
+
+def test_hamming_distance_counts_the_differing_bits():
+    rng = np.random.default_rng(3)
+    for v in list(range(0, 1 << 16, 257)) + [0xFFFF, 0x8000, 1]:
+        assert kernels.popcount16(v) == bin(v).count("1")
+    for c in (1, 3):
+        for _ in range(200):
+            a, b = (rng.integers(0, 1 << 16, c).astype(np.uint16) for _ in range(2))
+            want = sum(bin(int(x) ^ int(y)).count("1") for x, y in zip(a, b))
+            assert kernels.hamming_distance(a, b) == want
+    assert kernels.hamming_distance(np.array([0xFFFF] * 3, np.uint16), np.zeros(3, np.uint16)) == 48
+
+
+@pytest.mark.parametrize("width", [6.0, 40.0])
+def test_texture_kernel_is_the_gaussian_of_the_effective_distance(width):
+    """exp(-(d2 + lam h) / (factor width)^2) = colour kernel x exp(-lam h / (factor width)^2)."""
+    lut = kernels.gaussian_lut(width, 3 * 255 ** 2)
+    tol = 1.0 - math.exp(-0.5 / width ** 2)
+    for factor in (1.0, 1.5):
+        for d2 in (0, 7, 400, 5000):
+            for h in (0, 1, 5, 48):
+                for lam in (0.0, 2.5, 100.0):
+                    want = _scaled_reference(width, factor, d2) * math.exp(-lam * h / (factor * width) ** 2)
+                    got = kernels.texture_lut_value(lut, d2, h, lam, factor)
+                    assert got == pytest.approx(want, rel=tol + 1e-6, abs=2e-7), (factor, d2, h, lam)
+    for d2 in range(0, lut.shape[0], 37):  # no texture weight: the table itself
+        assert kernels.texture_lut_value(lut, d2, 17, 0.0, 1.0) == np.float64(lut[d2])

@@ -1,0 +1,219 @@
+"""olkn's texture features (``texture``, ``texture_threshold``): LBSP descriptors in a product kernel with colour."""
+
+from __future__ import annotations
+
+import glob
+
+import cv2
+import numpy as np
+import pytest
+
+import bgsub
+from bgsub.checkpoint import CheckpointError
+from bgsub.models import _texture
+from learners._persist import read_checkpoint, write_checkpoint
+
+# ----------------------------------------------------------------- the descriptor against its transcription
+
+
+def _lbsp_reference(img, t, floor):
+    """LBSP (Bilodeau et al. 2013) written out: for every pixel and channel, bit k set when the k-th point of
+    the 16-point 5x5 pattern differs from the centre by more than max(t * centre, floor); borders replicate."""
+    H, W, C = img.shape
+    pattern = [(-1, -1), (-1, 0), (-1, 1), (0, 1), (1, 1), (1, 0), (1, -1), (0, -1),
+               (-2, -2), (-2, 0), (-2, 2), (0, 2), (2, 2), (2, 0), (2, -2), (0, -2)]
+    out = np.zeros((H, W, C), np.uint16)
+    for i in range(H):
+        for j in range(W):
+            for c in range(C):
+                centre = float(img[i, j, c])
+                word = 0
+                for k, (dy, dx) in enumerate(pattern):
+                    n = float(img[min(max(i + dy, 0), H - 1), min(max(j + dx, 0), W - 1), c])
+                    if abs(n - centre) > max(t * centre, floor):
+                        word |= 1 << k
+                out[i, j, c] = word
+    return out
+
+
+@pytest.mark.parametrize("C", [1, 3])
+def test_lbsp_matches_its_transcription(C):
+    rng = np.random.default_rng(C)
+    img = rng.integers(0, 256, (9, 11, C)).astype(np.uint8)
+    img[:3, :4] = 5  # a flat dark patch: only the floor decides there
+    for t in (0.0, 0.3, 1.0):
+        out = np.empty(img.shape, np.uint16)
+        _texture.lbsp(img, t, _texture.LBSP_FLOOR, out)
+        np.testing.assert_array_equal(out, _lbsp_reference(img, t, _texture.LBSP_FLOOR))
+    assert out[0, 0, 0] == 0 and out.max() > 0
+
+
+def test_lbsp_survives_a_global_gain_on_texture():
+    """The relative threshold: a checkerboard scaled by 1.3 keeps its descriptor (the point of LBSP)."""
+    yy, xx = np.mgrid[0:12, 0:12]
+    img = (60 + 80 * ((yy // 2 + xx // 2) % 2)).astype(np.uint8)[:, :, None]
+    a, b = np.empty(img.shape, np.uint16), np.empty(img.shape, np.uint16)
+    _texture.lbsp(img, 0.3, _texture.LBSP_FLOOR, a)
+    _texture.lbsp((img * 1.3).astype(np.uint8), 0.3, _texture.LBSP_FLOOR, b)
+    np.testing.assert_array_equal(a, b)
+    assert np.count_nonzero(a) == a.size
+
+
+# ----------------------------------------------------------------- the subtractor
+
+
+def _checker_scene(T, H=32, W=40, seed=0):
+    """A static textured background: 2x2 checks of 60 and 140 grey, noise of 2 levels."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:H, 0:W]
+    base = np.repeat((60.0 + 80.0 * ((yy // 2 + xx // 2) % 2))[:, :, None], 3, 2)
+    return [base + rng.normal(0, 2, base.shape) for _ in range(T)]
+
+
+def _flagged(params, last):
+    """Fraction of ``last(frame)`` flagged after 40 frames of the checkered background (whole frame, or the
+    patch ``[8:24, 10:30]`` where ``last`` pastes one)."""
+    frames = _checker_scene(41)
+    sub = bgsub.create("olkn", median=0, **params)
+    for f in frames[:40]:
+        sub.apply(np.clip(f, 0, 255).astype(np.uint8))
+    img, region = last(frames[40])
+    return (sub.apply(np.clip(img, 0, 255).astype(np.uint8))[region] > 0).mean()
+
+
+def _brighter(f):
+    return f * 1.3, np.s_[:, :]
+
+
+def _flat_patch(f):  # an object of the background's mean colour without its texture: camouflage
+    f = f.copy()
+    f[8:24, 10:30] = 100.0
+    return f, np.s_[8:24, 10:30]
+
+
+def test_texture_lets_a_wider_colour_kernel_keep_camouflaged_objects():
+    """The product kernel only adds discrimination, so its use is a wider colour kernel: a global gain of 1.3
+    is flagged far less than by the defaults, while an untextured object of the background's mean colour,
+    which the wider colour kernel alone misses, is still found."""
+    wide, textured = {"width": 80.0}, {"width": 80.0, "texture": 200.0}
+    assert _flagged({}, _brighter) > 0.85
+    assert _flagged(textured, _brighter) < 0.6
+    assert _flagged(wide, _flat_patch) < 0.3
+    assert _flagged(textured, _flat_patch) > 0.95
+    assert _flagged(textured, lambda f: (f, np.s_[:, :])) < 0.01  # the background itself stays background
+
+
+def _highway(n, size=(80, 60)):
+    import os
+    root = os.path.join(os.environ.get("OLK_DATA_DIR", "../shared/data"), "bgs", "cdnet2014", "highway", "input")
+    files = sorted(glob.glob(os.path.join(root, "*.jpg")))[600:600 + n]
+    if len(files) < n:
+        pytest.skip("CDnet highway not found")
+    return [cv2.resize(cv2.imread(f), size, interpolation=cv2.INTER_AREA) for f in files]
+
+
+@pytest.mark.parametrize("extra", [{}, {"update_mask": "post", "init_rho": "quantile"}, {"match_radius": 1}])
+def test_zero_texture_weight_gives_the_colour_engine(extra):
+    """A vanishing weight (every table index rounds to the colour one) through the texture code path, which
+    stores descriptors everywhere a sample is written: masks, samples, coefficients and offsets
+    identical to the engine without texture; texture 0 keeps no descriptors."""
+    frames = _highway(30)
+    off = bgsub.create("olkn", score_map="exact", **extra)
+    on = bgsub.create("olkn", score_map="exact", texture=1e-9, **extra)
+    for fr in frames:
+        np.testing.assert_array_equal(on.apply(fr), off.apply(fr))
+    for name in ("samples_", "coef_", "ring_", "rho_"):
+        np.testing.assert_array_equal(getattr(on, name), getattr(off, name))
+    assert off.texture_ is None and on.texture_.shape == on.samples_.shape and on.texture_.dtype == np.uint16
+
+
+def test_every_sample_keeps_the_descriptor_of_its_value():
+    """Bootstrap (init=neighbours), own steps and neighbour diffusion all store the descriptor of the very
+    pixel whose colour they store: each (colour, descriptor) pair of a model is one some frame had at a
+    pixel within the bootstrap's and the diffusion's radius."""
+    rng = np.random.default_rng(4)
+    frames = [rng.integers(0, 256, (10, 12, 3)).astype(np.uint8) for _ in range(6)]
+    sub = bgsub.create("olkn", texture=50.0, diffuse_prob=1.0, update_prob=0.5, median=0)
+    seen = []
+    for fr in frames:
+        sub.apply(fr)
+        d = np.empty(fr.shape, np.uint16)
+        _texture.lbsp(fr, sub.params["texture_threshold"], _texture.LBSP_FLOOR, d)
+        seen.append((fr, d))
+    H, W, B = sub.samples_.shape[:3]
+    r = max(sub.params["init_radius"], sub.params["diffuse_radius"])
+    for i in range(H):
+        for j in range(W):
+            pairs = {(tuple(fr[ii, jj]), tuple(d[ii, jj])) for fr, d in seen
+                     for ii in range(max(i - r, 0), min(i + r, H - 1) + 1)
+                     for jj in range(max(j - r, 0), min(j + r, W - 1) + 1)}
+            for b in range(sub.ring_[i, j, 1]):
+                assert (tuple(sub.samples_[i, j, b]), tuple(sub.texture_[i, j, b])) in pairs, (i, j, b)
+    assert sub.texture_.any()
+
+
+def test_parameter_validation_and_live_switch():
+    with pytest.raises(ValueError, match="texture must be >= 0, got -1"):
+        bgsub.create("olkn", texture=-1.0)
+    with pytest.raises(ValueError, match="texture_threshold must be >= 0, got -0.1"):
+        bgsub.create("olkn", texture_threshold=-0.1)
+    frames = _checker_scene(12)
+    sub = bgsub.create("olkn")
+    for f in frames[:4]:
+        sub.apply(f.astype(np.uint8))
+    assert sub._bounded() and sub.texture_ is None
+    # on in a running model: its samples have no descriptors, so it starts again
+    assert sub.set_params(texture=100.0) is True and sub.n_frames_ == 0 and sub.samples_ is None
+    for f in frames[4:8]:
+        sub.apply(f.astype(np.uint8))
+    assert not sub._bounded() and sub.texture_ is not None
+    assert sub.set_params(texture=200.0) is False and sub.n_frames_ == 4  # a new weight: live
+    assert sub.set_params(texture_threshold=0.2) is True  # other descriptors: a new model
+    for f in frames[8:]:
+        sub.apply(f.astype(np.uint8))
+    assert sub.set_params(texture=0.0) is False and sub.texture_ is None and sub._bounded()
+    assert sub.n_frames_ == 4
+    sub.apply(frames[0].astype(np.uint8))
+
+
+def test_checkpoint_round_trip_keeps_the_descriptors(tmp_path):
+    frames = [np.clip(f, 0, 255).astype(np.uint8) for f in _checker_scene(30)]
+    params = dict(texture=150.0, width=60.0)
+    whole = bgsub.create("olkn", **params)
+    expected = [whole.apply(f) for f in frames]
+    first = bgsub.create("olkn", **params)
+    for f in frames[:15]:
+        first.apply(f)
+    path = first.save(tmp_path / "t.npz")
+    assert read_checkpoint(path)[0]["state_layout"] == 4
+    resumed = bgsub.load(path)
+    np.testing.assert_array_equal(resumed.texture_, first.texture_)
+    got = [resumed.apply(f) for f in frames[15:]]
+    assert all(np.array_equal(a, b) for a, b in zip(expected[15:], got))
+    np.testing.assert_array_equal(resumed.texture_, whole.texture_)
+    # damaged: a texture model without its descriptors
+    meta, arrays = read_checkpoint(path)
+    arrays.pop("texture_")
+    extra = {k: v for k, v in meta.items() if k not in ("format", "version", "kind", "params")}
+    write_checkpoint(tmp_path / "bad.npz", "olkn", meta["params"], arrays, **extra)
+    with pytest.raises(CheckpointError, match="lacks the state array 'texture_'"):
+        bgsub.load(tmp_path / "bad.npz")
+
+
+def test_a_checkpoint_from_before_the_texture_continues_without_it(tmp_path):
+    frames = [np.clip(f, 0, 255).astype(np.uint8) for f in _checker_scene(20)]
+    whole = bgsub.create("olkn")
+    first = bgsub.create("olkn")
+    for f in frames[:10]:
+        first.apply(f)
+    meta, arrays = read_checkpoint(first.save(tmp_path / "new.npz"))
+    assert "texture_" not in arrays
+    # as the version before the texture wrote it: layout 3, no texture parameters
+    params = {k: v for k, v in meta.pop("params").items() if k not in ("texture", "texture_threshold")}
+    extra = {k: v for k, v in meta.items() if k not in ("format", "version", "kind")}
+    write_checkpoint(tmp_path / "old.npz", "olkn", params, arrays, **dict(extra, state_layout=3))
+    resumed = bgsub.load(tmp_path / "old.npz")
+    assert resumed.params["texture"] == 0.0 and resumed.n_frames_ == 10 and resumed.texture_ is None
+    expected = [whole.apply(f) for f in frames][10:]
+    got = [resumed.apply(f) for f in frames[10:]]
+    assert all(np.array_equal(a, b) for a, b in zip(expected, got))
