@@ -205,7 +205,9 @@ class OLKNSubtractor(PixelKernelSubtractor):
     def _describe(self, img):
         """The frame's LBSP descriptors (:func:`_texture.lbsp`), while ``texture`` is on."""
         if self._texture_on():
-            out = np.empty(img.shape, np.uint16)
+            out = self._frame_descriptors
+            if out is None or out.shape != img.shape:  # the frame's buffer, kept from frame to frame
+                out = np.empty(img.shape, np.uint16)
             _texture.lbsp(img, self.params["texture_threshold"], _texture.LBSP_FLOOR, out)
             self._frame_descriptors = self._descriptors = out
 
