@@ -21,6 +21,7 @@ import numpy as np
 from bgsub.augment import translate
 from bgsub.checkpoint import Checkpointable
 from bgsub.models import _frame_kernels as fk
+from bgsub.models import _texture
 from bgsub.registry import ParamSpec
 from learners.expansion import needs_renormalise
 from learners.kernels import gaussian_lut
@@ -98,6 +99,19 @@ FEEDBACK_PARAMS = (
               "of match_tries random neighbours' models explains, within a (2r+1)x(2r+1) square, is background "
               "(0: off; needs a second pass per frame)", "pixels", 0, 3),
     ParamSpec("match_tries", int, 8, "neighbour models tried by neighbour matching", "", 1, 48),
+)
+
+#: Texture features (olkn and norma): LBSP descriptors in a product kernel with colour
+#: (:mod:`bgsub.models._texture`, :func:`learners.kernels.texture_lut_value`).
+TEXTURE_PARAMS = (
+    ParamSpec("texture", float, 0.0,
+              "texture features: each value carries the LBSP binary descriptor of its 5x5 neighbourhood (16 bits "
+              "per channel) and the kernel becomes the product exp(-(||x - y||^2 + texture * h) / width^2) of the "
+              "colour Gaussian and a Gaussian of the descriptors' Hamming distance h (0: off; on, olkn's frames run "
+              "its exact engine; turning it on in a running model resets it)", "grey levels^2 per bit", 0.0, 65025.0),
+    ParamSpec("texture_threshold", float, 0.3,
+              "texture: relative threshold t of the descriptor, bit set where |I(n) - I(c)| > max(t I(c), 4)",
+              "ratio", 0.0, 10.0, live=False),
 )
 
 _PROB_ONE = fk.PROB_ONE
@@ -327,6 +341,13 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         self._on_params_changed()
         if needs_reset:
             self.reset()
+        elif self.samples_ is not None:
+            # texture on in a model whose samples have no descriptors: a new model; off: drop them
+            if not self._texture_on():
+                self.texture_ = None
+            elif self.texture_ is None:
+                self.reset()
+                return True
         return needs_reset
 
     def _on_params_changed(self) -> None:
@@ -366,6 +387,8 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         self._reference = None
         self._window = None
         self._shift = (0, 0)
+        self.texture_ = None
+        self._descriptors = self._frame_descriptors = None
 
     def _allocate(self, H: int, W: int, C: int) -> None:
         B = self.params["budget"]
@@ -386,6 +409,8 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         self.post_mask_ = np.zeros((H, W), dtype=np.uint8)
         self._stepped = np.zeros(H, dtype=np.int64)
         self._mask = self._rawmask
+        if self._texture_on():
+            self.texture_ = np.zeros((H, W, B, C), dtype=np.uint16)
 
     def lut(self) -> np.ndarray:
         """The Gaussian table for the current width and channel count."""
@@ -563,22 +588,46 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         default, the table as it is."""
         return _NO_WIDTHS
 
+    def _texture_on(self) -> bool:
+        """Whether values carry texture descriptors (``texture`` > 0; subclasses with ``TEXTURE_PARAMS``)."""
+        return self.params.get("texture", 0.0) > 0.0
+
     def _texture_args(self) -> tuple:
         """``(lam, descriptors, sample_descriptors)`` of the frame kernels' texture features
-        (:func:`fk._sum_at`): none by default (``lam = 0``)."""
-        return _NO_TEXTURE
+        (:func:`fk._sum_at`): ``lam = 0`` (none) while ``texture`` is off."""
+        if not self._texture_on():
+            return _NO_TEXTURE
+        return float(self.params["texture"]), self._descriptors, self.texture_
 
     def _kernel_args(self) -> tuple:
         """The kernel arguments of the frame kernels: ``(per_pixel, widths, lam, descriptors, sample_descriptors)``."""
         return (*self._width_args(), *self._texture_args())
 
     def _describe(self, img: np.ndarray) -> None:
-        """Hook on every prepared frame before it is scored (e.g. its texture descriptors)."""
+        """Hook on every prepared frame before it is scored: its LBSP descriptors (:func:`_texture.lbsp`), while
+        ``texture`` is on."""
+        if self._texture_on():
+            out = self._frame_descriptors
+            if out is None or out.shape != img.shape:  # the frame's buffer, kept from frame to frame
+                out = np.empty(img.shape, np.uint16)
+            _texture.lbsp(img, self.params["texture_threshold"], _texture.LBSP_FLOOR, out)
+            self._frame_descriptors = self._descriptors = out
 
     def _bootstrap_values(self, img: np.ndarray, rows: np.ndarray | None, cols: np.ndarray | None) -> np.ndarray:
         """The first frame's values at ``(rows, cols)`` (None: ``img`` itself), C-contiguous, for a bootstrap
-        step (subclasses move derived per-pixel inputs, e.g. descriptors, along)."""
+        step; with texture on, each value's descriptor moves along (the frame kernels read ``_descriptors``)."""
+        if self._texture_on():
+            d = self._frame_descriptors
+            self._descriptors = d if rows is None else np.ascontiguousarray(d[rows, cols])
         return img if rows is None else np.ascontiguousarray(img[rows, cols])
+
+    def _store_pushed_descriptors(self) -> None:
+        """After :func:`fk.push_frame` of bootstrap values: their descriptors into the slots just written."""
+        if self._texture_on():
+            r = self.ring_
+            slot = (r[..., 0] + r[..., 1] - 1) % self.params["budget"]
+            rows, cols = np.indices(slot.shape)
+            self.texture_[rows, cols, slot] = self._descriptors
 
     def _full_size(self, image: np.ndarray, interpolation: int, copy: bool = True) -> np.ndarray:
         """``image`` (at the processed size) at the input's size (``process_scale``); a copy."""
@@ -653,6 +702,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
                 x = self._bootstrap_values(img, yy, xx)
             self._bootstrap_step(x, scratch)
             self._advance_scale()
+        self._bootstrap_values(img, None, None)  # the frame's own derived inputs again (its descriptors)
         self._bootstrap_done()
         self.blink_[...] = 0.0  # the bootstrap's decisions are not the stream's
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from bgsub.models import _frame_kernels as fk
-from bgsub.models.base import (COMMON_PARAMS, FEEDBACK_PARAMS, PixelKernelSubtractor, from_preset,
-                               with_defaults)
+from bgsub.models.base import (COMMON_PARAMS, FEEDBACK_PARAMS, TEXTURE_PARAMS, PixelKernelSubtractor,
+                               from_preset, with_defaults)
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
 from learners.steps import norma_decay
 
@@ -34,6 +34,7 @@ NORMA_PARAMS = (
               "first-frame bootstrap (init=neighbours): 'quantile' stores the B neighbour values with coefficient "
               "eta and sets rho to the nu-quantile of f over them; 'steps' runs B ordinary nu-NORMA steps "
               "(keeps only a few values)", "", choices=("quantile", "steps"), live=False),
+    *TEXTURE_PARAMS,
 ) + with_defaults(FEEDBACK_PARAMS, blink_gain=0.5) + with_defaults(COMMON_PARAMS, update_prob=1.0,
                                                                      fg_update_prob=0.05, update_mask="post")
 
@@ -58,12 +59,34 @@ class NORMASubtractor(PixelKernelSubtractor):
         Regularisation (decay ``1 - eta*lam`` per step).
     nu : float
         Fraction of novel steps.
+    texture, texture_threshold : float
+        Texture features, as olkn's (:data:`bgsub.models.base.TEXTURE_PARAMS`; 0: off).
     budget, color, blur, update_prob, fg_update_prob, median, open, close, min_area, seed
         See :data:`bgsub.models.base.COMMON_PARAMS` and ``docs/parameters.md``.
+
+    Attributes
+    ----------
+    texture_ : ndarray (H, W, B, C) of uint16, or None
+        The LBSP descriptor of every sample, slot for slot with ``samples_`` (None while ``texture`` is 0).
+
+    See :class:`bgsub.models.base.PixelKernelSubtractor` for the others.
     """
 
     _SPECS = NORMA_PARAMS
     _score_offset = 0.0
+    _STATE_ARRAYS = PixelKernelSubtractor._STATE_ARRAYS + ("texture_",)
+    #: 3: ``texture_`` (the samples' descriptors, present while ``texture`` > 0) joined the state.
+    _STATE_LAYOUT = 3
+
+    @classmethod
+    def _upgrade_checkpoint(cls, layout, params, arrays):
+        """A checkpoint of layout 1 or 2 (before the texture features) as layout 3: ``texture`` off, as it was
+        then."""
+        if layout == 1:
+            params, arrays = super()._upgrade_checkpoint(layout, params, arrays)
+        elif layout != 2:
+            return None
+        return {**params, "texture": 0.0}, arrays
 
     def _check(self, values):
         super()._check(values)
@@ -95,6 +118,7 @@ class NORMASubtractor(PixelKernelSubtractor):
         if self.params["init_rho"] == "quantile":
             fk.push_frame(x, self.samples_, self.coef_, self.ring_,
                           self.params["eta"] / (self.scale_ * self._decay()))
+            self._store_pushed_descriptors()
             self.n_steps_ += x.shape[0] * x.shape[1]
         else:
             super()._bootstrap_step(x, scratch)

@@ -16,9 +16,8 @@ import numpy as np
 
 from bgsub.models import _bounded_frame as bf
 from bgsub.models import _frame_kernels as fk
-from bgsub.models import _texture
-from bgsub.models.base import (COMMON_PARAMS, FEEDBACK_PARAMS, PixelKernelSubtractor, from_preset,
-                               with_defaults)
+from bgsub.models.base import (COMMON_PARAMS, FEEDBACK_PARAMS, TEXTURE_PARAMS, PixelKernelSubtractor,
+                               from_preset, with_defaults)
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
 from learners.steps import RHO_PRIMAL, RHO_QUANTILE, RHO_RULES, olk_decay
 
@@ -76,14 +75,7 @@ OLKN_PARAMS = (
     ParamSpec("width_blink", float, 0.0,
               "adapt_width: rise of the width factor with the blink accumulator v (which moves only while "
               "blink_gain > 0)", "", 0.0, 10.0),
-    ParamSpec("texture", float, 0.0,
-              "texture features: each value carries the LBSP binary descriptor of its 5x5 neighbourhood (16 bits "
-              "per channel) and the kernel becomes the product exp(-(||x - y||^2 + texture * h) / width^2) of the "
-              "colour Gaussian and a Gaussian of the descriptors' Hamming distance h (0: off; on, frames run the "
-              "exact engine; turning it on in a running model resets it)", "grey levels^2 per bit", 0.0, 65025.0),
-    ParamSpec("texture_threshold", float, 0.3,
-              "texture: relative threshold t of the descriptor, bit set where |I(n) - I(c)| > max(t I(c), 4)",
-              "ratio", 0.0, 10.0, live=False),
+    *TEXTURE_PARAMS,
     SCORE_MAP_PARAM,
 ) + with_defaults(FEEDBACK_PARAMS, blink_gain=0.9, blink_up=0.1) + with_defaults(COMMON_PARAMS, diffuse_prob=0.2)
 
@@ -193,56 +185,16 @@ class OLKNSubtractor(PixelKernelSubtractor):
         return (self._per_pixel_width(), p["adapt_width"], p["width_rate"], p["width_blink"], p["width_min"],
                 p["width_max"])
 
-    def _texture_on(self) -> bool:
-        """Whether values carry texture descriptors (``texture`` > 0)."""
-        return self.params["texture"] > 0.0
-
-    def _texture_args(self):
-        if not self._texture_on():
-            return super()._texture_args()
-        return float(self.params["texture"]), self._descriptors, self.texture_
-
-    def _describe(self, img):
-        """The frame's LBSP descriptors (:func:`_texture.lbsp`), while ``texture`` is on."""
-        if self._texture_on():
-            out = self._frame_descriptors
-            if out is None or out.shape != img.shape:  # the frame's buffer, kept from frame to frame
-                out = np.empty(img.shape, np.uint16)
-            _texture.lbsp(img, self.params["texture_threshold"], _texture.LBSP_FLOOR, out)
-            self._frame_descriptors = self._descriptors = out
-
-    def _bootstrap_values(self, img, rows, cols):
-        if self._texture_on():  # each value with its own pixel's descriptor
-            d = self._frame_descriptors
-            self._descriptors = d if rows is None else np.ascontiguousarray(d[rows, cols])
-        return super()._bootstrap_values(img, rows, cols)
-
-    def set_params(self, **params):
-        """As :meth:`PixelKernelSubtractor.set_params`; turning ``texture`` on in a model whose samples have no
-        descriptors resets it (returns True), turning it off drops the descriptors."""
-        reset = super().set_params(**params)
-        if self.samples_ is not None:
-            if not self._texture_on():
-                self.texture_ = None
-            elif self.texture_ is None:
-                self.reset()
-                return True
-        return reset
-
     def reset(self):
         super().reset()
         self.misfit_ = None
         self.width_ = None
-        self.texture_ = None
-        self._descriptors = self._frame_descriptors = None
 
     def _allocate(self, H, W, C):
         super()._allocate(H, W, C)
         # the per-pixel kernel widths (adapt_width): misfit average m and width factor s
         self.misfit_ = np.zeros((H, W), dtype=np.float32)
         self.width_ = np.ones((H, W), dtype=np.float32)
-        if self._texture_on():
-            self.texture_ = np.zeros((H, W, self.params["budget"], C), dtype=np.uint16)
         # the bounded engine's cache (bgsub.models._bounded_frame): derived state, not saved
         self._ref = np.zeros((H, W, C), dtype=np.uint8)
         self._ref_sum = np.zeros((H, W), dtype=np.float32)

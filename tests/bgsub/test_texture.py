@@ -1,4 +1,5 @@
-"""olkn's texture features (``texture``, ``texture_threshold``): LBSP descriptors in a product kernel with colour."""
+"""The texture features of olkn and norma (``texture``, ``texture_threshold``): LBSP descriptors in a product kernel
+with colour."""
 
 from __future__ import annotations
 
@@ -112,14 +113,17 @@ def _highway(n, size=(80, 60)):
     return [cv2.resize(cv2.imread(f), size, interpolation=cv2.INTER_AREA) for f in files]
 
 
-@pytest.mark.parametrize("extra", [{}, {"update_mask": "post", "init_rho": "quantile"}, {"match_radius": 1}])
-def test_zero_texture_weight_gives_the_colour_engine(extra):
+@pytest.mark.parametrize("algo, extra", [
+    ("olkn", {"score_map": "exact"}), ("olkn", {"score_map": "exact", "update_mask": "post", "init_rho": "quantile"}),
+    ("olkn", {"score_map": "exact", "match_radius": 1}), ("norma", {}), ("norma", {"init_rho": "steps"}),
+    ("norma", {"diffuse_prob": 0.2, "update_mask": "raw"})])
+def test_zero_texture_weight_gives_the_colour_engine(algo, extra):
     """A vanishing weight (every table index rounds to the colour one) through the texture code path, which
     stores descriptors everywhere a sample is written: masks, samples, coefficients and offsets
     identical to the engine without texture; texture 0 keeps no descriptors."""
     frames = _highway(30)
-    off = bgsub.create("olkn", score_map="exact", **extra)
-    on = bgsub.create("olkn", score_map="exact", texture=1e-9, **extra)
+    off = bgsub.create(algo, **extra)
+    on = bgsub.create(algo, texture=1e-9, **extra)
     for fr in frames:
         np.testing.assert_array_equal(on.apply(fr), off.apply(fr))
     for name in ("samples_", "coef_", "ring_", "rho_"):
@@ -127,13 +131,14 @@ def test_zero_texture_weight_gives_the_colour_engine(extra):
     assert off.texture_ is None and on.texture_.shape == on.samples_.shape and on.texture_.dtype == np.uint16
 
 
-def test_every_sample_keeps_the_descriptor_of_its_value():
-    """Bootstrap (init=neighbours), own steps and neighbour diffusion all store the descriptor of the very
-    pixel whose colour they store: each (colour, descriptor) pair of a model is one some frame had at a
-    pixel within the bootstrap's and the diffusion's radius."""
+@pytest.mark.parametrize("algo, extra", [("olkn", {}), ("norma", {}), ("norma", {"init_rho": "steps"})])
+def test_every_sample_keeps_the_descriptor_of_its_value(algo, extra):
+    """Bootstrap (init=neighbours; norma's default stores the values directly), own steps and neighbour
+    diffusion all store the descriptor of the very pixel whose colour they store: each (colour, descriptor)
+    pair of a model is one some frame had at a pixel within the bootstrap's and the diffusion's radius."""
     rng = np.random.default_rng(4)
     frames = [rng.integers(0, 256, (10, 12, 3)).astype(np.uint8) for _ in range(6)]
-    sub = bgsub.create("olkn", texture=50.0, diffuse_prob=1.0, update_prob=0.5, median=0)
+    sub = bgsub.create(algo, texture=50.0, diffuse_prob=1.0, update_prob=0.5, median=0, **extra)
     seen = []
     for fr in frames:
         sub.apply(fr)
@@ -152,11 +157,30 @@ def test_every_sample_keeps_the_descriptor_of_its_value():
     assert sub.texture_.any()
 
 
-def test_parameter_validation_and_live_switch():
+@pytest.mark.parametrize("algo", ["olkn", "norma"])
+def test_texture_parameters_are_validated(algo):
     with pytest.raises(ValueError, match="texture must be >= 0, got -1"):
-        bgsub.create("olkn", texture=-1.0)
+        bgsub.create(algo, texture=-1.0)
     with pytest.raises(ValueError, match="texture_threshold must be >= 0, got -0.1"):
-        bgsub.create("olkn", texture_threshold=-0.1)
+        bgsub.create(algo, texture_threshold=-0.1)
+
+
+def test_norma_texture_switch():
+    """norma: on in a running model starts a new one, off drops the descriptors, as olkn's."""
+    frames = [f.astype(np.uint8) for f in _checker_scene(8)]
+    sub = bgsub.create("norma")
+    for f in frames[:3]:
+        sub.apply(f)
+    assert sub.texture_ is None
+    assert sub.set_params(texture=100.0) is True and sub.samples_ is None
+    for f in frames[3:6]:
+        sub.apply(f)
+    assert sub.texture_.shape == sub.samples_.shape and sub.texture_.any()
+    assert sub.set_params(texture=0.0) is False and sub.texture_ is None and sub.n_frames_ == 3
+    sub.apply(frames[6])
+
+
+def test_parameter_validation_and_live_switch():
     frames = _checker_scene(12)
     sub = bgsub.create("olkn")
     for f in frames[:4]:
@@ -176,16 +200,17 @@ def test_parameter_validation_and_live_switch():
     sub.apply(frames[0].astype(np.uint8))
 
 
-def test_checkpoint_round_trip_keeps_the_descriptors(tmp_path):
+@pytest.mark.parametrize("algo, layout", [("olkn", 4), ("norma", 3)])
+def test_checkpoint_round_trip_keeps_the_descriptors(tmp_path, algo, layout):
     frames = [np.clip(f, 0, 255).astype(np.uint8) for f in _checker_scene(30)]
     params = dict(texture=150.0, width=60.0)
-    whole = bgsub.create("olkn", **params)
+    whole = bgsub.create(algo, **params)
     expected = [whole.apply(f) for f in frames]
-    first = bgsub.create("olkn", **params)
+    first = bgsub.create(algo, **params)
     for f in frames[:15]:
         first.apply(f)
     path = first.save(tmp_path / "t.npz")
-    assert read_checkpoint(path)[0]["state_layout"] == 4
+    assert read_checkpoint(path)[0]["state_layout"] == layout
     resumed = bgsub.load(path)
     np.testing.assert_array_equal(resumed.texture_, first.texture_)
     got = [resumed.apply(f) for f in frames[15:]]
@@ -195,23 +220,24 @@ def test_checkpoint_round_trip_keeps_the_descriptors(tmp_path):
     meta, arrays = read_checkpoint(path)
     arrays.pop("texture_")
     extra = {k: v for k, v in meta.items() if k not in ("format", "version", "kind", "params")}
-    write_checkpoint(tmp_path / "bad.npz", "olkn", meta["params"], arrays, **extra)
+    write_checkpoint(tmp_path / "bad.npz", algo, meta["params"], arrays, **extra)
     with pytest.raises(CheckpointError, match="lacks the state array 'texture_'"):
         bgsub.load(tmp_path / "bad.npz")
 
 
-def test_a_checkpoint_from_before_the_texture_continues_without_it(tmp_path):
+@pytest.mark.parametrize("algo, old_layout", [("olkn", 3), ("norma", 2)])
+def test_a_checkpoint_from_before_the_texture_continues_without_it(tmp_path, algo, old_layout):
     frames = [np.clip(f, 0, 255).astype(np.uint8) for f in _checker_scene(20)]
-    whole = bgsub.create("olkn")
-    first = bgsub.create("olkn")
+    whole = bgsub.create(algo)
+    first = bgsub.create(algo)
     for f in frames[:10]:
         first.apply(f)
     meta, arrays = read_checkpoint(first.save(tmp_path / "new.npz"))
     assert "texture_" not in arrays
-    # as the version before the texture wrote it: layout 3, no texture parameters
+    # as the version before the texture wrote it: the layout before, no texture parameters
     params = {k: v for k, v in meta.pop("params").items() if k not in ("texture", "texture_threshold")}
     extra = {k: v for k, v in meta.items() if k not in ("format", "version", "kind")}
-    write_checkpoint(tmp_path / "old.npz", "olkn", params, arrays, **dict(extra, state_layout=3))
+    write_checkpoint(tmp_path / "old.npz", algo, params, arrays, **dict(extra, state_layout=old_layout))
     resumed = bgsub.load(tmp_path / "old.npz")
     assert resumed.params["texture"] == 0.0 and resumed.n_frames_ == 10 and resumed.texture_ is None
     expected = [whole.apply(f) for f in frames][10:]
