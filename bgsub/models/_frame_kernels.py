@@ -593,13 +593,17 @@ def norma_update_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def push_frame(frame, samples, coef, ring, value):
-    """Append ``frame[i, j]`` with stored coefficient ``value`` to every pixel's expansion."""
+def push_frame(frame, samples, coef, ring, value, tlam, tframe, tsamples):
+    """Append ``frame[i, j]`` with stored coefficient ``value`` to every pixel's expansion; with texture
+    (``tlam > 0``) the new sample keeps the value's descriptor ``tframe[i, j]`` (:func:`_store_texture`)."""
+    texture = (tlam, tframe, tsamples)  # one argument for the helpers (:func:`_sum_at`)
     H = frame.shape[0]
     W = frame.shape[1]
+    B = samples.shape[2]
     for i in prange(H):
         for j in range(W):
             expansion_push(frame[i, j], value, samples[i, j], coef[i, j], ring[i, j])
+            _store_texture(texture, i * W + j, i * W + j, ring[i, j], B)
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)

@@ -621,14 +621,6 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
             self._descriptors = d if rows is None else np.ascontiguousarray(d[rows, cols])
         return img if rows is None else np.ascontiguousarray(img[rows, cols])
 
-    def _store_pushed_descriptors(self) -> None:
-        """After :func:`fk.push_frame` of bootstrap values: their descriptors into the slots just written."""
-        if self._texture_on():
-            r = self.ring_
-            slot = (r[..., 0] + r[..., 1] - 1) % self.params["budget"]
-            rows, cols = np.indices(slot.shape)
-            self.texture_[rows, cols, slot] = self._descriptors
-
     def _full_size(self, image: np.ndarray, interpolation: int, copy: bool = True) -> np.ndarray:
         """``image`` (at the processed size) at the input's size (``process_scale``); a copy."""
         if self.input_shape_ is None or image.shape[:2] == self.input_shape_:

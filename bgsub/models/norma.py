@@ -117,8 +117,7 @@ class NORMASubtractor(PixelKernelSubtractor):
         # one or two of the B values: the bootstrap stores every value with coefficient eta
         if self.params["init_rho"] == "quantile":
             fk.push_frame(x, self.samples_, self.coef_, self.ring_,
-                          self.params["eta"] / (self.scale_ * self._decay()))
-            self._store_pushed_descriptors()
+                          self.params["eta"] / (self.scale_ * self._decay()), *self._texture_args())
             self.n_steps_ += x.shape[0] * x.shape[1]
         else:
             super()._bootstrap_step(x, scratch)

@@ -249,7 +249,6 @@ class OLKNSubtractor(PixelKernelSubtractor):
 
     def _bootstrap_done(self):
         p = self.params
-        self._descriptors = self._frame_descriptors  # the stream's frame again, after the bootstrap's values
         # the bootstrap's values are not the stream's: the widths start from a static pixel's
         self.misfit_[...] = 0.0
         self.width_[...] = p["width_min"] if self._per_pixel_width() else 1.0
