@@ -7,7 +7,8 @@ Subtractors follow OpenCV's interface::
     mask = sub.apply(frame)             # uint8 (H, W), 0 background / 255 foreground
 
 ``bgsub.create(name, **params)`` builds any registered algorithm (``olkn``,
-``norma``, and OpenCV's ``knn`` and ``mog2`` for comparison).
+``norma``, and OpenCV's ``knn`` and ``mog2`` for comparison; BGSLibrary's ``subsense``,
+``lobster``, ``pbas`` and ``vibe`` where its wrapper ``pybgs`` is installed).
 """
 
 from bgsub.registry import (  # noqa: F401
@@ -24,5 +25,8 @@ from bgsub.registry import (  # noqa: F401
 from bgsub.models import createNORMA, createOLKN  # noqa: F401,E402
 
 from bgsub.checkpoint import CheckpointError, load  # noqa: F401,E402
+
+# BGSLibrary's SuBSENSE, LOBSTER, PBAS and ViBe register themselves where pybgs is installed.
+import bgsub.bgslibrary  # noqa: F401,E402
 
 __version__ = "0.1.0"

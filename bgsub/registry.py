@@ -146,10 +146,11 @@ def _ensure_loaded() -> None:
 
 
 def algorithms() -> tuple[str, ...]:
-    """Names accepted by :func:`create`, kernel subtractors first."""
+    """Names accepted by :func:`create`: the kernel subtractors, OpenCV's peers, then BGSLibrary's."""
     _ensure_loaded()
     order = {"olkn": 0, "norma": 1, "knn": 2, "mog2": 3}
-    return tuple(sorted(_REGISTRY, key=lambda n: (order.get(n, 9), n)))
+    peers = ("subsense", "lobster", "pbas", "vibe")  # BGSLibrary's, where pybgs is installed: last
+    return tuple(sorted(_REGISTRY, key=lambda n: (order.get(n, 10 + peers.index(n) if n in peers else 9), n)))
 
 
 def _info(algo: str) -> AlgorithmInfo:

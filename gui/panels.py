@@ -122,6 +122,12 @@ class ParameterForm(QWidget):
             widget.setToolTip(tip)
             self._layout.addRow(label, widget)
             self._widgets[spec.name] = widget
+        if not self._specs:
+            note = QLabel(f"{algo} runs with its authors' published defaults: no parameters to set")
+            note.setObjectName("param_none")
+            note.setWordWrap(True)
+            note.setStyleSheet("color: #666;")
+            self._layout.addRow(note)
         if any_reset:
             note = QLabel(f"{RESET_MARK} changing it resets the model")
             note.setStyleSheet("color: #666;")
