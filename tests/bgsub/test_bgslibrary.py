@@ -102,3 +102,16 @@ def test_nothing_is_printed_or_written_to_the_callers_folder(tmp_path, monkeypat
     out, err = capfd.readouterr()
     assert out == "" and err == ""
     assert os.listdir(tmp_path) == []
+
+
+@needs_pybgs
+@pytest.mark.parametrize("algo", list(PEERS))
+def test_the_same_frames_give_the_same_masks_whatever_ran_before(algo):
+    frames, _ = _scene(T=25)
+    first = [m.copy() for m in map(bgsub.create(algo).apply, frames)]
+    other = bgsub.create("vibe")  # draws from C's rand() in between
+    for f in frames[:7]:
+        other.apply(f[::-1].copy())
+    again = bgsub.create(algo)
+    for f, m in zip(frames, first):
+        np.testing.assert_array_equal(again.apply(f), m)

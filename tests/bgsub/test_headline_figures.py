@@ -4,7 +4,8 @@ Pinned: the default ``olkn``'s F on the full CDnet highway and on its camera-jit
 copy (``bgsub eval --augment jitter``; about 20 s of CPU each), and the mean F of the
 defaults of ``olkn`` and ``norma`` over the 9 short UCSD clips (a documented subset
 of the 16 dev sequences, for speed: the full dev mean takes minutes); ``oem``'s F
-on highway and its mean F over all 16 dev sequences (about 15 s: it is fast). Scoring is
+on highway and its mean F over all 16 dev sequences (about 15 s: it is fast); BGSLibrary's
+peers' mean F over the UCSD clips, where pybgs is installed. Scoring is
 ``bgsub eval``'s (:func:`bgsub.commands.eval.evaluate`). A change that moves these
 by more than 0.01 must update README.md and docs/parameters.md.
 """
@@ -25,6 +26,8 @@ UCSD_MEAN_F = {"olkn": 0.356, "norma": 0.324}
 #: README "Measured results" and docs/oem.md: oem against MOG2's 0.708 and 0.315.
 HIGHWAY_F_OEM = 0.876
 DEV_MEAN_F_OEM = 0.441
+#: docs/parameters.md "The published peers": BGSLibrary's, mean F over the 9 UCSD clips (needs pybgs).
+UCSD_MEAN_F_PEERS = {"subsense": 0.401, "lobster": 0.372, "pbas": 0.317, "vibe": 0.295}
 
 
 def test_default_olkn_highway_f(highway):
@@ -50,6 +53,21 @@ def test_default_mean_f_on_the_ucsd_clips(shared_data, algo):
     rows, mean, failed = evaluate(paths, lambda: bgsub.create(algo))
     assert not failed
     assert mean["F"] == pytest.approx(UCSD_MEAN_F[algo], abs=0.01)
+
+
+@pytest.mark.parametrize("algo", sorted(UCSD_MEAN_F_PEERS))
+def test_published_peers_mean_f_on_the_ucsd_clips(shared_data, algo):
+    from bgsub import bgslibrary
+
+    if not bgslibrary.available():
+        pytest.skip("pybgs (BGSLibrary's wrapper) is not installed: apt install libopencv-dev cmake, "
+                    "then pip install pybgs")
+    root = shared_data / "bgs" / "ucsd"
+    if not root.is_dir():
+        pytest.skip(f"UCSD sequences not found at {root}")
+    rows, mean, failed = evaluate(resolve_sequences([root]), lambda: bgsub.create(algo))
+    assert not failed
+    assert mean["F"] == pytest.approx(UCSD_MEAN_F_PEERS[algo], abs=0.002)  # seeded: the same masks every run
 
 
 def test_default_oem_highway_and_dev_mean_f(shared_data):
