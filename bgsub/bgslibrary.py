@@ -99,21 +99,19 @@ def _libc():
 _LIBC = _libc()
 
 
-def _seed_c_rand(seed: int = 0) -> bool:
+def _seed_c_rand(seed: int = 0) -> None:
     """``srand(seed)`` of the C library: ViBe, LOBSTER and SuBSENSE draw from C's one global
     ``rand()``, so without it a model's masks depend on whatever ran before it in the process (ViBe's F on
-    UCSD birds was 0.346 after other sequences in the same process and 0.335 alone). False where
+    UCSD birds was 0.346 after other sequences in the same process and 0.335 alone). Nothing where
     no C library was found."""
-    if _LIBC is None or not hasattr(_LIBC, "srand"):
-        return False
-    _LIBC.srand(ctypes.c_uint(seed))
-    return True
+    if _LIBC is not None and hasattr(_LIBC, "srand"):
+        _LIBC.srand(ctypes.c_uint(seed))
 
 
 def _make(cls: str):
     """A new BGSLibrary ``cls``, made inside a fresh temporary folder (it writes
-    ``./config/<cls>.xml`` there, and reads back its defaults), quietly."""
-    with _quiet(), tempfile.TemporaryDirectory(prefix="bgslibrary-") as folder:
+    ``./config/<cls>.xml`` there, and reads back its defaults); call it inside :func:`_quiet`."""
+    with tempfile.TemporaryDirectory(prefix="bgslibrary-") as folder:
         os.mkdir(os.path.join(folder, "config"))
         here = os.getcwd()
         os.chdir(folder)
@@ -187,9 +185,9 @@ class BGSLibrarySubtractor:
             raise ValueError(f"fgmask must be None or a uint8 array of shape {image.shape[:2]}, got "
                              f"{getattr(fgmask, 'dtype', type(fgmask).__name__)} {getattr(fgmask, 'shape', '')}")
         if self._impl is None:
-            self._impl = _make(PEERS[self.name][0])
-            self._shape = image.shape
-            with _quiet():  # the first frame initialises the model, and some print notes about it
+            with _quiet():  # made, and initialised by the first frame, printing as they go
+                self._impl = _make(PEERS[self.name][0])
+                self._shape = image.shape
                 _seed_c_rand(0)  # the same masks for the same frames, whatever ran before (PBAS seeds its own)
                 raw = self._impl.apply(np.ascontiguousarray(image))
         else:
@@ -244,5 +242,5 @@ def _factory(name: str) -> Callable[..., Any]:
 
 
 if _pybgs is not None:
-    for _name, (_cls, _doc) in PEERS.items():
-        register(AlgorithmInfo(name=_name, factory=_factory(_name), params=(), doc=_doc))
+    for _rank, (_name, (_cls, _doc)) in enumerate(PEERS.items(), start=10):  # after ours and OpenCV's
+        register(AlgorithmInfo(name=_name, factory=_factory(_name), params=(), doc=_doc, rank=_rank))

@@ -130,6 +130,8 @@ class AlgorithmInfo:
     params: tuple[ParamSpec, ...]
     doc: str = ""
     presets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Place in :func:`algorithms` after olkn, norma, knn and mog2 (ties by name).
+    rank: int = 9
 
 
 _REGISTRY: dict[str, AlgorithmInfo] = {}
@@ -149,8 +151,7 @@ def algorithms() -> tuple[str, ...]:
     """Names accepted by :func:`create`: the kernel subtractors, OpenCV's peers, then BGSLibrary's."""
     _ensure_loaded()
     order = {"olkn": 0, "norma": 1, "knn": 2, "mog2": 3}
-    peers = ("subsense", "lobster", "pbas", "vibe")  # BGSLibrary's, where pybgs is installed: last
-    return tuple(sorted(_REGISTRY, key=lambda n: (order.get(n, 10 + peers.index(n) if n in peers else 9), n)))
+    return tuple(sorted(_REGISTRY, key=lambda n: (order.get(n, _REGISTRY[n].rank), n)))
 
 
 def _info(algo: str) -> AlgorithmInfo:
