@@ -169,6 +169,50 @@ def expansion_sum_texture(x, tx, sv, tsv, coef, ring, lam, factor, lut):
     return total, 0.0
 
 
+@njit(cache=True, fastmath=True, inline="always")
+def _inter_texture_term(x, pattern, sv, tsv, coef, slot, thresholds, lam, factor, lut):
+    """``coef[slot] k(x, sv[slot])`` under the inter-frame product kernel (:func:`expansion_sum_inter_texture`)."""
+    d2 = 0
+    h = 0
+    for c in range(sv.shape[1]):
+        s = np.int32(sv[slot, c])
+        e = s - np.int32(x[c])
+        d2 += e * e
+        thr = np.int32(thresholds[s])
+        word = 0
+        for k in range(16):  # branch-free, so that the 16 comparisons vectorise
+            word |= np.int32(abs(np.int32(pattern[c, k]) - s) > thr) << k
+        h += popcount16(np.int64(tsv[slot, c]) ^ np.int64(word))
+    return np.float64(coef[slot]) * texture_lut_value(lut, d2, h, lam, factor)
+
+
+@njit(cache=True, fastmath=True, inline="always")
+def expansion_sum_inter_texture(x, pattern, sv, tsv, coef, ring, thresholds, lam, factor, lut):
+    """:func:`expansion_sum_texture` with the inter-frame descriptor (LOBSTER's inter-LBSP): the value's
+    descriptor against support vector ``j`` is computed from the value's neighbourhood ``pattern`` with
+    ``sv_j``'s own centre as the reference, bit ``k`` set where ``|pattern[c, k] - sv_j[c]| >
+    thresholds[sv_j[c]]``, and compared with ``sv_j``'s stored (intra-frame) descriptor ``tsv_j``.
+
+    So the Hamming distance measures whether the neighbourhood still looks, from the sample's centre,
+    as it did when the sample was taken; a change of the centre value alone is left to the colour term.
+
+    ``pattern`` : ``(C, 16)`` uint8, the value's 16 neighbourhood points per channel;
+    ``thresholds`` : ``(256,)`` integer thresholds by centre value. Returns ``(total, oldest)`` as
+    :func:`expansion_sum`.
+    """
+    B, start, count = sv.shape[0], ring[0], ring[1]
+    total = 0.0
+    if count == B:  # storage order; the evicted term apart
+        for slot in range(B):
+            total += _inter_texture_term(x, pattern, sv, tsv, coef, slot, thresholds, lam, factor, lut)
+        return total, _inter_texture_term(x, pattern, sv, tsv, coef, start, thresholds, lam, factor, lut)
+    for j in range(count):
+        slot = start + j
+        total += _inter_texture_term(x, pattern, sv, tsv, coef, slot - B if slot >= B else slot, thresholds, lam,
+                                     factor, lut)
+    return total, 0.0
+
+
 @njit(cache=True, inline="always")
 def expansion_newest(ring, B):
     """Slot of the newest live term (the one :func:`expansion_push` wrote last); -1 when empty."""

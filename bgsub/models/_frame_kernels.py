@@ -9,7 +9,10 @@ State is structure-of-arrays over the image:
 - ``scale`` : one float shared by all pixels (see :mod:`learners.expansion`).
 - ``tlam, tframe, tsamples`` (olkn's texture features, optional; ``texture`` inside): the weight, the
   frame's LBSP words uint16 ``(H, W, C)`` and every sample's uint16 ``(H, W, B, C)``, slot for slot
-  with ``samples`` (:func:`_sum_at`, :func:`_store_texture`; ``lam = 0``: off).
+  with ``samples`` (:func:`_sum_at`, :func:`_store_texture`; ``lam = 0``: off); ``tinter, tpattern,
+  tthr``: the inter-frame descriptor (olkn's ``texture_mode="inter"``): the frame's 16 pattern points
+  uint8 ``(H, W, C, 16)`` and the thresholds by centre value uint8 ``(256,)``
+  (:func:`bgsub.models._texture.patterns`, :func:`bgsub.models._texture.thresholds`).
 
 A frame is one parallel region (:func:`olkn_frame`, :func:`norma_frame`): every
 pixel evaluates ``f_t(x)`` with :func:`learners.expansion.expansion_sum` (the
@@ -45,7 +48,7 @@ from numba import carray, njit, prange, types
 from numba.extending import intrinsic
 
 from learners.expansion import (expansion_nearest, expansion_newest, expansion_push, expansion_sum,
-                                expansion_sum_texture)
+                                expansion_sum_inter_texture, expansion_sum_texture)
 from learners.kernels import GAUSSIAN_LUT, GAUSSIAN_LUT_SCALED, lut_value
 from learners.steps import (RHO_QUANTILE, blink_accumulate, feedback_level, misfit_average, norma_novelty_update,
                             olk_n_quantile_rho, olk_n_update, width_factor)
@@ -121,19 +124,26 @@ def _sum_at(x, sv, cf, rg, kind, sw, lut, texture, value_at, model_at):
     frame's pixel ``value_at`` (flat index) under pixel ``model_at``'s expansion ``sv, cf, rg``, kernel
     ``kind, sw`` (:func:`_kernel`).
 
-    ``texture = (lam, descriptors, sample_descriptors)`` (olkn's ``texture``; ``lam = 0``: off, the other two
-    unread): with ``lam > 0`` the kernel is the product of colour and texture,
+    ``texture = (lam, descriptors, sample_descriptors, inter, patterns, thresholds)`` (olkn's ``texture``;
+    ``lam = 0``: off, the rest unread): with ``lam > 0`` the kernel is the product of colour and texture,
     :func:`learners.expansion.expansion_sum_texture` over the frame's descriptor at ``value_at``
     (uint16 (H, W, C)) and ``model_at``'s sample descriptors (uint16 (H, W, B, C)), at the pixel's width
-    factor when ``kind`` is the scaled table."""
+    factor when ``kind`` is the scaled table; with ``inter``,
+    :func:`learners.expansion.expansion_sum_inter_texture` over the frame's pattern points at ``value_at``
+    (uint8 (H, W, C, 16)), each sample's descriptor recomputed around the sample's centre."""
     lam = texture[0]
     if lam > 0.0:
         tframe = texture[1]
         tsamples = texture[2]
         nc = tframe.shape[2]
-        tx = _vec(tframe, tframe.ctypes.data, value_at, nc)
         tsv = _mat(tsamples, tsamples.ctypes.data, model_at, sv.shape[0], nc)
-        return expansion_sum_texture(x, tx, sv, tsv, cf, rg, lam, sw if kind == GAUSSIAN_LUT_SCALED else 1.0, lut)
+        factor = sw if kind == GAUSSIAN_LUT_SCALED else 1.0
+        if texture[3]:
+            tpattern = texture[4]
+            pat = _mat(tpattern, tpattern.ctypes.data, value_at, nc, 16)
+            return expansion_sum_inter_texture(x, pat, sv, tsv, cf, rg, texture[5], lam, factor, lut)
+        tx = _vec(tframe, tframe.ctypes.data, value_at, nc)
+        return expansion_sum_texture(x, tx, sv, tsv, cf, rg, lam, factor, lut)
     return expansion_sum(x, sv, cf, rg, kind, sw, 0.0, 0.0, lut)
 
 
@@ -236,7 +246,8 @@ def _neighbour_match(x, sc, samples, coef, ring, rho, sb, cb, rb, B, nc, H, W, i
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_out, oldest_out, mask, own, blink,
-                prev, post, gain, up, down, match_radius, match_tries, seed, frame_no, per_pixel, widths, tlam, tframe, tsamples):
+                prev, post, gain, up, down, match_radius, match_tries, seed, frame_no, per_pixel, widths,
+                tlam, tframe, tsamples, tinter, tpattern, tthr):
     """Evaluate every pixel's expansion at the new frame (no learning: the state is read only).
 
     Parameters
@@ -267,11 +278,12 @@ def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_ou
         whose value a neighbour's model explains is background.
     per_pixel, widths : bool, float32 (H, W)
         Per-pixel kernel widths (:func:`_kernel`; False: the table as it is, ``widths`` unread).
-    tlam, tframe, tsamples : float, uint16 (H, W, C), uint16 (H, W, B, C)
-        Texture features (:func:`_sum_at`'s ``texture``; ``tlam = 0``: off). Three arguments, not a
+    tlam, tframe, tsamples, tinter, tpattern, tthr : float, uint16 (H, W, C), uint16 (H, W, B, C), bool,
+    uint8 (H, W, C, 16), uint8 (256,)
+        Texture features (:func:`_sum_at`'s ``texture``; ``tlam = 0``: off). Separate arguments, not a
         tuple: a tuple of arrays passed in from Python leaked 200 bytes a call (measured).
     """
-    texture = (tlam, tframe, tsamples)  # one argument for the helpers (:func:`_sum_at`)
+    texture = (tlam, tframe, tsamples, tinter, tpattern, tthr)  # one argument for the helpers (:func:`_sum_at`)
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         for j in range(W):
@@ -456,7 +468,8 @@ def _norma_step(selected, x, f, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lu
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi,
                adapt, by_blink, p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask, stepped, blink, post,
-               gain, up, down, widths, misfit, per_pixel, w_gain, w_rate, w_blink, w_lo, w_hi, tlam, tframe, tsamples):
+               gain, up, down, widths, misfit, per_pixel, w_gain, w_rate, w_blink, w_lo, w_hi,
+               tlam, tframe, tsamples, tinter, tpattern, tthr):
     """One OLK_N frame in one pass: score every pixel, then step the selected ones.
 
     Equivalent to :func:`score_frame` (``offset = 1``) followed by
@@ -477,7 +490,7 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
     ``texture`` (:func:`_sum_at`): the product kernel of colour and texture; every stored sample keeps
     its value's descriptor (:func:`_store_texture`).
     """
-    texture = (tlam, tframe, tsamples)  # one argument for the helpers (:func:`_sum_at`)
+    texture = (tlam, tframe, tsamples, tinter, tpattern, tthr)  # one argument for the helpers (:func:`_sum_at`)
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         n = 0
@@ -506,10 +519,11 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg, p_fg, p_diff, radius, seed,
-                frame_no, score, mask, nbr_mask, stepped, blink, post, gain, up, down, tlam, tframe, tsamples):
+                frame_no, score, mask, nbr_mask, stepped, blink, post, gain, up, down,
+                tlam, tframe, tsamples, tinter, tpattern, tthr):
     """One nu-NORMA frame in one pass (score ``rho - f``, then the selected pixels step;
     neighbour diffusion as in :func:`olkn_frame`)."""
-    texture = (tlam, tframe, tsamples)  # one argument for the helpers (:func:`_sum_at`)
+    texture = (tlam, tframe, tsamples, tinter, tpattern, tthr)  # one argument for the helpers (:func:`_sum_at`)
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         n = 0
@@ -532,7 +546,8 @@ def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg,
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo,
                       rho_hi, adapt, by_blink, f_in, oldest_in, mask, p_bg, p_fg, p_diff, radius, seed, frame_no,
-                      stepped, blink, widths, misfit, per_pixel, w_gain, w_rate, w_blink, w_lo, w_hi, tlam, tframe, tsamples):
+                      stepped, blink, widths, misfit, per_pixel, w_gain, w_rate, w_blink, w_lo, w_hi,
+                      tlam, tframe, tsamples, tinter, tpattern, tthr):
     """OLK_N update at the pixels selected by an external ``mask`` (second pass after :func:`score_frame`).
 
     Used when the policy follows the post-processed mask (``update_mask="post"``);
@@ -541,7 +556,7 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho
     same :func:`learners.steps.olk_n_update` as :func:`olkn_frame`; the per-pixel kernel widths
     (``per_pixel``) follow as there (:func:`_track_width`, on the pixel's own decision).
     """
-    texture = (tlam, tframe, tsamples)  # one argument for the helpers (:func:`_sum_at`)
+    texture = (tlam, tframe, tsamples, tinter, tpattern, tthr)  # one argument for the helpers (:func:`_sum_at`)
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         n = 0
@@ -571,9 +586,9 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def norma_update_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, f_in, mask, p_bg, p_fg, p_diff,
-                       radius, seed, frame_no, stepped, tlam, tframe, tsamples):
+                       radius, seed, frame_no, stepped, tlam, tframe, tsamples, tinter, tpattern, tthr):
     """nu-NORMA update at the pixels selected by an external ``mask`` (see :func:`olkn_update_frame`)."""
-    texture = (tlam, tframe, tsamples)  # one argument for the helpers (:func:`_sum_at`)
+    texture = (tlam, tframe, tsamples, tinter, tpattern, tthr)  # one argument for the helpers (:func:`_sum_at`)
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     for i in prange(H):
         n = 0
@@ -593,10 +608,10 @@ def norma_update_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def push_frame(frame, samples, coef, ring, value, tlam, tframe, tsamples):
+def push_frame(frame, samples, coef, ring, value, tlam, tframe, tsamples, tinter, tpattern, tthr):
     """Append ``frame[i, j]`` with stored coefficient ``value`` to every pixel's expansion; with texture
     (``tlam > 0``) the new sample keeps the value's descriptor ``tframe[i, j]`` (:func:`_store_texture`)."""
-    texture = (tlam, tframe, tsamples)  # one argument for the helpers (:func:`_sum_at`)
+    texture = (tlam, tframe, tsamples, tinter, tpattern, tthr)  # one argument for the helpers (:func:`_sum_at`)
     H = frame.shape[0]
     W = frame.shape[1]
     B = samples.shape[2]
@@ -607,7 +622,8 @@ def push_frame(frame, samples, coef, ring, value, tlam, tframe, tsamples):
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho, per_pixel, widths, tlam, tframe, tsamples):
+def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho, per_pixel, widths,
+                     tlam, tframe, tsamples, tinter, tpattern, tthr):
     """Set each pixel's ``rho`` to the ``q``-quantile of its leave-one-out ``f`` over its own samples,
     minus ``shift``, clipped to ``[lo, hi]``.
 
@@ -618,7 +634,7 @@ def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho, per
     Used by the first-frame bootstrap. ``per_pixel, widths``: the kernel (:func:`_kernel`); ``texture``
     (:func:`_sum_at`): each sample with its own descriptor.
     """
-    texture = (tlam, tframe, tsamples)  # one argument for the helpers (:func:`_sum_at`)
+    texture = (tlam, tframe, tsamples, tinter, tpattern, tthr)  # one argument for the helpers (:func:`_sum_at`)
     H = samples.shape[0]
     W = samples.shape[1]
     B = samples.shape[2]

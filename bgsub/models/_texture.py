@@ -47,3 +47,29 @@ def lbsp(img, t, floor, out):
                     if abs(np.float64(img[ii, jj, c]) - centre) > thr:
                         word |= 1 << k
                 out[i, j, c] = word
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def patterns(img, out):
+    """The 16 pattern points of every pixel's 5x5 neighbourhood (:data:`LBSP_PATTERN`), ``out[i, j, c, k]``
+    (uint8 (H, W, C, 16)), borders replicated: what the inter-frame descriptor
+    (:func:`learners.expansion.expansion_sum_inter_texture`) compares with each sample's centre."""
+    H = img.shape[0]
+    W = img.shape[1]
+    C = img.shape[2]
+    for i in prange(H):
+        for j in range(W):
+            for k in range(16):
+                ii = min(max(i + LBSP_PATTERN[k, 0], 0), H - 1)
+                jj = min(max(j + LBSP_PATTERN[k, 1], 0), W - 1)
+                for c in range(C):
+                    out[i, j, c, k] = img[ii, jj, c]
+
+
+def thresholds(t: float, floor: float = LBSP_FLOOR) -> np.ndarray:
+    """``uint8 (256,)``: for each centre value ``v``, the largest integer difference that does *not* set a
+    bit, ``floor(max(t v, floor))`` capped at 255; ``|I(n) - v| > thresholds[v]`` is :func:`lbsp`'s test
+    for integer intensities, so the inter-frame descriptor of a sample's own neighbourhood is its intra-frame
+    descriptor."""
+    v = np.arange(256, dtype=np.float64)
+    return np.minimum(np.floor(np.maximum(t * v, floor)), 255).astype(np.uint8)

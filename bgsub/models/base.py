@@ -112,6 +112,11 @@ TEXTURE_PARAMS = (
     ParamSpec("texture_threshold", float, 0.3,
               "texture: relative threshold t of the descriptor, bit set where |I(n) - I(c)| > max(t I(c), 4)",
               "ratio", 0.0, 10.0, live=False),
+    ParamSpec("texture_mode", str, "intra",
+              "texture: which descriptor of the value a sample's is compared with: 'intra' (the value's own, "
+              "centred on the value) or 'inter' (LOBSTER's inter-LBSP: the value's neighbourhood seen from the "
+              "sample's centre, so a changed centre alone does not change it; 16 comparisons more per sample "
+              "and channel)", "", choices=("intra", "inter")),
 )
 
 _PROB_ONE = fk.PROB_ONE
@@ -119,7 +124,8 @@ _PROB_ONE = fk.PROB_ONE
 #: The kernel arguments of a model without per-pixel widths (:meth:`PixelKernelSubtractor._width_args`).
 _NO_WIDTHS = (False, np.zeros((0, 0), np.float32))
 #: The texture argument of a model without texture features (:meth:`PixelKernelSubtractor._texture_args`).
-_NO_TEXTURE = (0.0, np.zeros((1, 1, 1), np.uint16), np.zeros((1, 1, 1, 1), np.uint16))
+_NO_TEXTURE = (0.0, np.zeros((1, 1, 1), np.uint16), np.zeros((1, 1, 1, 1), np.uint16), False,
+               np.zeros((1, 1, 1, 16), np.uint8), np.zeros(256, np.uint8))
 
 #: Neighbourhood of the previous output's foreground in which decision flips do not count as blinking.
 _BLINK_MARGIN = np.ones((5, 5), np.uint8)
@@ -389,6 +395,8 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         self._shift = (0, 0)
         self.texture_ = None
         self._descriptors = self._frame_descriptors = None
+        self._patterns = self._frame_patterns = None
+        self._thresholds = None
 
     def _allocate(self, H: int, W: int, C: int) -> None:
         B = self.params["budget"]
@@ -593,14 +601,18 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         return self.params.get("texture", 0.0) > 0.0
 
     def _texture_args(self) -> tuple:
-        """``(lam, descriptors, sample_descriptors)`` of the frame kernels' texture features
-        (:func:`fk._sum_at`): ``lam = 0`` (none) while ``texture`` is off."""
+        """``(lam, descriptors, sample_descriptors, inter, patterns, thresholds)`` of the frame kernels' texture
+        features (:func:`fk._sum_at`): ``lam = 0`` (none) while ``texture`` is off; ``inter`` with
+        ``texture_mode="inter"`` (the frame's pattern points and the thresholds by centre value)."""
         if not self._texture_on():
             return _NO_TEXTURE
-        return float(self.params["texture"]), self._descriptors, self.texture_
+        if self.params.get("texture_mode", "intra") == "inter":
+            return (float(self.params["texture"]), self._descriptors, self.texture_, True, self._patterns,
+                    self._thresholds)
+        return (float(self.params["texture"]), self._descriptors, self.texture_, *_NO_TEXTURE[3:])
 
     def _kernel_args(self) -> tuple:
-        """The kernel arguments of the frame kernels: ``(per_pixel, widths, lam, descriptors, sample_descriptors)``."""
+        """The kernel arguments of the frame kernels: ``(per_pixel, widths, *texture)`` (:meth:`_texture_args`)."""
         return (*self._width_args(), *self._texture_args())
 
     def _describe(self, img: np.ndarray) -> None:
@@ -612,6 +624,13 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
                 out = np.empty(img.shape, np.uint16)
             _texture.lbsp(img, self.params["texture_threshold"], _texture.LBSP_FLOOR, out)
             self._frame_descriptors = self._descriptors = out
+            if self.params.get("texture_mode", "intra") == "inter":
+                pat = self._frame_patterns
+                if pat is None or pat.shape[:3] != img.shape:
+                    pat = np.empty((*img.shape, 16), np.uint8)
+                _texture.patterns(img, pat)
+                self._frame_patterns = self._patterns = pat
+                self._thresholds = _texture.thresholds(self.params["texture_threshold"])
 
     def _bootstrap_values(self, img: np.ndarray, rows: np.ndarray | None, cols: np.ndarray | None) -> np.ndarray:
         """The first frame's values at ``(rows, cols)`` (None: ``img`` itself), C-contiguous, for a bootstrap
@@ -619,6 +638,9 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         if self._texture_on():
             d = self._frame_descriptors
             self._descriptors = d if rows is None else np.ascontiguousarray(d[rows, cols])
+            if self._frame_patterns is not None and self.params.get("texture_mode", "intra") == "inter":
+                pat = self._frame_patterns
+                self._patterns = pat if rows is None else np.ascontiguousarray(pat[rows, cols])
         return img if rows is None else np.ascontiguousarray(img[rows, cols])
 
     def _full_size(self, image: np.ndarray, interpolation: int, copy: bool = True) -> np.ndarray:

@@ -60,6 +60,23 @@ def test_lbsp_survives_a_global_gain_on_texture():
     assert np.count_nonzero(a) == a.size
 
 
+def test_inter_frame_descriptor_of_a_pixels_own_neighbourhood_is_its_lbsp():
+    """patterns + thresholds: the word of a pixel's 16 pattern points tested against its own centre is
+    lbsp's intra-frame descriptor (so a sample taken from a frame matches that frame's neighbourhood with
+    Hamming distance 0 under texture_mode="inter")."""
+    rng = np.random.default_rng(3)
+    img = rng.integers(0, 256, (9, 11, 3)).astype(np.uint8)
+    img[:3, :4] = 5
+    for t in (0.0, 0.3, 1.0, 10.0):
+        pat = np.empty((*img.shape, 16), np.uint8)
+        _texture.patterns(img, pat)
+        thr = _texture.thresholds(t)
+        bits = (np.abs(pat.astype(int) - img[..., None].astype(int)) > thr[img][..., None].astype(int))
+        words = (bits * (1 << np.arange(16))).sum(-1)
+        np.testing.assert_array_equal(words, _lbsp_reference(img, t, _texture.LBSP_FLOOR))
+    assert thr.dtype == np.uint8 and thr[0] == 4 and thr[255] == 255
+
+
 # ----------------------------------------------------------------- the subtractor
 
 
@@ -243,3 +260,30 @@ def test_a_checkpoint_from_before_the_texture_continues_without_it(tmp_path, alg
     expected = [whole.apply(f) for f in frames][10:]
     got = [resumed.apply(f) for f in frames[10:]]
     assert all(np.array_equal(a, b) for a, b in zip(expected, got))
+
+
+def test_inter_texture_mode_keeps_camouflage_and_gain_robustness():
+    """texture_mode="inter" (LOBSTER's inter-LBSP) on the checkered scene: the background stays background,
+    the untextured object of the background's mean colour that a wide colour kernel misses is found."""
+    inter = {"width": 80.0, "texture": 200.0, "texture_mode": "inter"}
+    assert _flagged(inter, lambda f: (f, np.s_[:, :])) < 0.01
+    assert _flagged(inter, _flat_patch) > 0.95
+
+
+def test_inter_texture_mode_is_validated_and_switches_live():
+    sub = bgsub.create("olkn", texture=50.0)
+    with pytest.raises(ValueError, match="texture_mode"):
+        sub.set_params(texture_mode="lobster")
+    frames = _highway(12)
+    for fr in frames[:6]:
+        sub.apply(fr)
+    a = bgsub.create("olkn", texture=50.0)
+    for fr in frames[:6]:
+        a.apply(fr)
+    sub.set_params(texture_mode="inter")  # the samples keep their intra-frame descriptors: no reset
+    masks_inter, masks_intra = [], []
+    for fr in frames[6:]:
+        masks_inter.append(sub.apply(fr))
+        masks_intra.append(a.apply(fr))
+    assert sub.n_frames_ == 12 and sub.texture_ is not None
+    assert any((m1 != m2).any() for m1, m2 in zip(masks_inter, masks_intra))

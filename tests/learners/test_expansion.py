@@ -16,6 +16,7 @@ from learners.expansion import (
     expansion_prune,
     expansion_push,
     expansion_sum,
+    expansion_sum_inter_texture,
     expansion_sum_texture,
     needs_renormalise,
 )
@@ -183,3 +184,36 @@ def test_texture_sum_is_the_product_of_colour_and_hamming_kernels(count):
     # lam = 0 reads the colour table exactly as expansion_sum does
     t0, o0 = expansion_sum_texture(x, tx, sv, tsv, coef, ring, 0.0, 1.0, lut)
     assert (t0, o0) == pytest.approx(expansion_sum(x, sv, coef, ring, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut), rel=1e-12)
+
+
+@pytest.mark.parametrize("count", [3, 6])  # partial and full ring
+def test_inter_texture_sum_recomputes_each_descriptor_around_the_sample(count):
+    """expansion_sum_inter_texture (LOBSTER's inter-LBSP): term j's Hamming distance is between the stored
+    descriptor tsv_j and the word of the value's 16 pattern points tested against sv_j's own centre,
+    |pattern[c, k] - sv_j[c]| > thresholds[sv_j[c]]; transcribed with Python's integers and math.exp."""
+    rng = np.random.default_rng(7)
+    B, p = 6, 25.0
+    lut = gaussian_lut(p, 3 * 255 ** 2)
+    sv = np.zeros((B, 3), np.uint8)
+    tsv = np.zeros((B, 3), np.uint16)
+    coef = np.zeros(B, np.float32)
+    ring = np.zeros(2, np.int64)
+    for _ in range(count + (3 if count == B else 0)):
+        expansion_push(rng.integers(60, 160, 3).astype(np.uint8), float(rng.random()), sv, coef, ring)
+        tsv[expansion_newest(ring, B)] = rng.integers(0, 1 << 16, 3)
+    x = np.array([110, 100, 120], np.uint8)
+    pattern = rng.integers(40, 200, (3, 16)).astype(np.uint8)
+    thresholds = np.minimum(np.floor(np.maximum(0.3 * np.arange(256), 4)), 255).astype(np.uint8)
+    for lam in (0.0, 5.0, 60.0):
+        total, oldest = expansion_sum_inter_texture(x, pattern, sv, tsv, coef, ring, thresholds, lam, 1.0, lut)
+        terms = []
+        for s in expansion_order(ring, B):
+            d2 = int(np.sum((sv[s].astype(int) - x.astype(int)) ** 2))
+            h = 0
+            for c in range(3):
+                centre = int(sv[s, c])
+                word = sum(1 << k for k in range(16) if abs(int(pattern[c, k]) - centre) > int(thresholds[centre]))
+                h += bin(word ^ int(tsv[s, c])).count("1")
+            terms.append(float(coef[s]) * math.exp(-(d2 + lam * h) / p ** 2))
+        assert total == pytest.approx(sum(terms), rel=2e-3)
+        assert oldest == (pytest.approx(terms[0], rel=2e-3) if count == B else 0.0)
