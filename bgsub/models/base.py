@@ -21,6 +21,7 @@ import numpy as np
 from bgsub.augment import translate
 from bgsub.checkpoint import Checkpointable
 from bgsub.models import _frame_kernels as fk
+from bgsub.models._registration import ShiftEstimator
 from bgsub.models import _texture
 from bgsub.registry import ParamSpec
 from learners.expansion import needs_renormalise
@@ -44,10 +45,12 @@ COMMON_PARAMS = (
               "neighbourhood of the first-frame bootstrap: values are drawn from a (2r+1)x(2r+1) square", "pixels",
               1, 5, live=False),
     ParamSpec("stabilise", str, "off",
-              "camera-jitter compensation: 'phase' registers every frame to the first by phase correlation "
-              "(integer shift, at most stabilise_max pixels) before the model and shifts the mask back", "",
-              choices=("off", "phase")),
-    ParamSpec("stabilise_max", int, 8, "largest shift 'phase' stabilisation corrects", "pixels", 1, 64),
+              "camera-jitter compensation: every frame is registered to the first (integer shift, at most "
+              "stabilise_max pixels) before the model, and the mask shifted back; 'match' finds the shift by "
+              "correlating gradient images (exact on the jittered dev sequences), 'phase' by phase correlation "
+              "(kept for comparison: misled by moving objects)", "",
+              choices=("off", "match", "phase")),
+    ParamSpec("stabilise_max", int, 8, "largest shift the stabiliser corrects", "pixels", 1, 64),
     ParamSpec("update_prob", float, 0.25,
               "probability that a pixel classified background steps its learner in a frame", "", 0.0, 1.0),
     ParamSpec("fg_update_prob", float, 0.02,
@@ -390,8 +393,8 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         # grey frames, reset(), colour frames used to keep the grey Gaussian table)
         self._lut = None
         self._decay_value = None
-        self._reference = None
-        self._window = None
+        self._reference = None  # the stabiliser's reference frame (grey, float32)
+        self._registrar = None  # (stabilise, stabilise_max, its shift estimator or phase window)
         self._shift = (0, 0)
         self.texture_ = None
         self._descriptors = self._frame_descriptors = None
@@ -651,19 +654,34 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         return cv2.resize(image, (W, H), interpolation=interpolation)
 
     def _stabilise(self, img: np.ndarray) -> np.ndarray:
-        """Register ``img`` to the stream's first frame (``stabilise="phase"``); remembers the shift."""
+        """Register ``img`` to the stream's first frame (``stabilise`` "match" or "phase"); remembers the
+        shift."""
         self._shift = (0, 0)
-        if self.params["stabilise"] == "off":
+        mode = self.params["stabilise"]
+        if mode == "off":
             return img
-        grey = img.mean(axis=2, dtype=np.float32) if img.shape[2] > 1 else img[:, :, 0].astype(np.float32)
-        if self._reference is None or self._reference.shape != grey.shape:
+        if mode == "match":
+            grey = cv2.cvtColor(img, cv2.COLOR_BGR2GRAY) if img.shape[2] == 3 else np.ascontiguousarray(img[..., 0])
+        else:
+            grey = img.mean(axis=2, dtype=np.float32) if img.shape[2] > 1 else img[:, :, 0].astype(np.float32)
+        if self._reference is None or self._reference.dtype != grey.dtype or self._reference.shape != grey.shape:
             self._reference = grey
-            self._window = cv2.createHanningWindow(grey.shape[::-1], cv2.CV_32F)
+            self._registrar = None
             return img
-        (dx, dy), _ = cv2.phaseCorrelate(self._reference, grey, self._window)
         m = self.params["stabilise_max"]
-        dx, dy = int(round(dx)), int(round(dy))
-        if max(abs(dx), abs(dy)) > m or (dx == 0 and dy == 0):
+        if self._registrar is None or self._registrar[:2] != (mode, m):  # built on first use, and anew on a change
+            if mode == "match":
+                self._registrar = (mode, m, ShiftEstimator(self._reference, m))
+            else:
+                self._registrar = (mode, m, cv2.createHanningWindow(grey.shape[::-1], cv2.CV_32F))
+        if mode == "match":
+            dx, dy = self._registrar[2].estimate(grey)
+        else:
+            (dx, dy), _ = cv2.phaseCorrelate(self._reference, grey, self._registrar[2])
+            dx, dy = int(round(dx)), int(round(dy))
+            if max(abs(dx), abs(dy)) > m:
+                return img
+        if dx == 0 and dy == 0:
             return img
         self._shift = (dx, dy)
         return np.ascontiguousarray(translate(img, -dx, -dy, cv2.BORDER_REPLICATE, 0).reshape(img.shape))

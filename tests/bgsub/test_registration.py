@@ -1,0 +1,105 @@
+"""The stabiliser's shift estimate (bgsub.models._registration) and ``stabilise="match"``."""
+
+import cv2
+import numpy as np
+import pytest
+
+import bgsub
+from bgsub.augment import translate
+from bgsub.models._registration import COARSE_WIDTH, ShiftEstimator, gradient_magnitude, gradient_region, ncc_map
+
+
+def _texture(H, W, seed=0, sigma=1.5):
+    rng = np.random.default_rng(seed)
+    t = cv2.GaussianBlur(rng.uniform(0, 1, (H, W)).astype(np.float32), (0, 0), sigma)
+    return cv2.normalize(t, None, 20, 230, cv2.NORM_MINMAX).astype(np.uint8)
+
+
+def _with_cars(img, rng, n=6):
+    """``img`` with ``n`` flat bright rectangles at random places (moving objects)."""
+    out = img.copy()
+    H, W = img.shape
+    for _ in range(n):
+        h, w = rng.integers(H // 10, H // 4), rng.integers(W // 10, W // 4)
+        y, x = rng.integers(0, H - h), rng.integers(0, W - w)
+        out[y:y + h, x:x + w] = rng.integers(0, 256)
+    return out
+
+
+def test_gradient_is_the_l1_norm_of_opencvs_sobel_over_any_region():
+    img = np.random.default_rng(2).integers(0, 256, (30, 40), dtype=np.uint8)
+    gx = cv2.Sobel(img, cv2.CV_32F, 1, 0, ksize=3, borderType=cv2.BORDER_REPLICATE)
+    gy = cv2.Sobel(img, cv2.CV_32F, 0, 1, ksize=3, borderType=cv2.BORDER_REPLICATE)
+    full = np.abs(gx) + np.abs(gy)
+    np.testing.assert_array_equal(gradient_magnitude(img), full)
+    for y0, y1, x0, x1 in ((0, 30, 0, 40), (3, 20, 0, 7), (29, 30, 39, 40), (10, 11, 5, 35)):
+        np.testing.assert_array_equal(gradient_region(img, y0, y1, x0, x1), full[y0:y1, x0:x1])
+
+
+def test_ncc_map_is_opencvs_normalised_cross_correlation():
+    rng = np.random.default_rng(3)
+    img = rng.random((60, 70)).astype(np.float32)
+    tpl = rng.random((45, 56)).astype(np.float32)
+    tpl[:10] = img[5:15, 4:60]  # a partial match somewhere
+    out = np.empty((11, 11))
+    ncc_map(img, tpl, out)
+    np.testing.assert_allclose(out, cv2.matchTemplate(img[:55, :66], tpl, cv2.TM_CCORR_NORMED), atol=1e-6)
+    ncc_map(np.zeros_like(img), tpl, out)
+    assert not out.any()  # a flat frame correlates with nothing
+
+
+@pytest.mark.parametrize("H, W", [(120, 160), (360, 2 * COARSE_WIDTH + 40)])  # one level; coarse to fine
+def test_recovers_every_shift_despite_moving_objects(H, W):
+    rng = np.random.default_rng(1)
+    ref = _texture(H, W)
+    est = ShiftEstimator(ref, 6)
+    assert est.usable and (est.levels == 1) == (W <= COARSE_WIDTH)
+    for dx in range(-6, 7, 3):
+        for dy in (-6, -1, 0, 4, 6):
+            frame = translate(_with_cars(ref, rng), dx, dy, cv2.BORDER_REPLICATE, 0)
+            assert est.estimate(frame) == (dx, dy)
+
+
+def test_shifts_beyond_the_search_are_not_reported_as_larger():
+    ref = _texture(100, 120, seed=3)
+    est = ShiftEstimator(ref, 3)
+    dx, dy = est.estimate(translate(ref, 7, -7, cv2.BORDER_REPLICATE, 0))
+    assert max(abs(dx), abs(dy)) <= 3
+
+
+def test_frames_too_small_are_left_alone():
+    ref = _texture(20, 20)
+    est = ShiftEstimator(ref, 8)
+    assert not est.usable
+    assert est.estimate(translate(ref, 2, 1, cv2.BORDER_REPLICATE, 0)) == (0, 0)
+
+
+def test_bad_arguments_say_what_was_wrong():
+    with pytest.raises(ValueError, match="max_shift must be >= 1, got 0"):
+        ShiftEstimator(_texture(50, 50), 0)
+    with pytest.raises(ValueError, match="2-D grey image"):
+        ShiftEstimator(np.zeros((50, 50, 3), np.uint8), 3)
+    with pytest.raises(ValueError, match=r"frame of shape \(40, 50\) against a reference of shape \(50, 50\)"):
+        ShiftEstimator(_texture(50, 50), 3).estimate(_texture(40, 50))
+
+
+def _shaken_stream(T=40, H=96, W=128, seed=5):
+    rng = np.random.default_rng(seed)
+    tex = _texture(H, W, seed)
+    frames = np.clip(tex[None, :, :, None] + rng.normal(0, 2, (T, H, W, 3)), 0, 255).astype(np.uint8)  # grey-ish
+    shifts = [(0, 0)] + [tuple(int(v) for v in rng.integers(-3, 4, 2)) for _ in range(T - 1)]
+    return [np.ascontiguousarray(translate(fr, dx, dy, cv2.BORDER_REPLICATE, 0)) for fr, (dx, dy) in
+            zip(frames, shifts)], shifts
+
+
+def test_match_stabilisation_finds_every_shift_and_switches_live():
+    shaken, shifts = _shaken_stream()
+    sub = bgsub.create("olkn", stabilise="match")
+    found = []
+    for k, fr in enumerate(shaken):
+        if k == 20:
+            sub.set_params(stabilise_max=4)  # a new search range keeps the first frame as the reference
+        sub.apply(fr)
+        found.append(sub._shift)
+    assert found == shifts
+
