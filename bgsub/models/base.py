@@ -74,6 +74,10 @@ COMMON_PARAMS = (
     ParamSpec("relearn_fraction", float, 0.0,
               "sudden global change: when more than this fraction of a frame is raw foreground, every pixel "
               "steps for relearn_frames frames (0: off)", "", 0.0, 1.0),
+    ParamSpec("warmup_frames", int, 0,
+              "after the first frame, every pixel classified background steps in each of this many frames (as "
+              "update_prob 1), so a short clip's model learns its background's motion quickly (0: off)", "frames",
+              0, 10000),
     ParamSpec("relearn_frames", int, 10, "frames of forced learning after a sudden global change", "frames",
               1, 1000),
     ParamSpec("median", int, 7, "median filter of the mask, aperture (0: off; odd)", "pixels", 0, 15),
@@ -543,6 +547,8 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
             if self.relearn_left_ > 0:
                 p_bg = p_fg = _PROB_ONE
                 self.relearn_left_ -= 1
+            elif lr == -1 and 0 < self.n_frames_ <= self.params["warmup_frames"]:
+                p_bg = _PROB_ONE
             if self.params["update_mask"] == "raw" and self.params.get("match_radius", 0) == 0:
                 # score, raw mask and update in one pass; post-processing only filters the output.
                 # Diffusion reads the previous frame's raw mask (other rows are being written).
@@ -655,7 +661,8 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
 
     def _stabilise(self, img: np.ndarray) -> np.ndarray:
         """Register ``img`` to the stream's first frame (``stabilise`` "match" or "phase"); remembers the
-        shift."""
+        shift. With "match", a frame whose shift reaches ``stabilise_max`` (a camera that pans or was moved,
+        not one that shakes) is taken unshifted and becomes the reference of the frames after it."""
         self._shift = (0, 0)
         mode = self.params["stabilise"]
         if mode == "off":
@@ -676,6 +683,10 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
                 self._registrar = (mode, m, cv2.createHanningWindow(grey.shape[::-1], cv2.CV_32F))
         if mode == "match":
             dx, dy = self._registrar[2].estimate(grey)
+            if max(abs(dx), abs(dy)) >= m:  # the camera moved as far as the search reaches: not jitter
+                self._reference = grey  # re-anchor: later frames register to this one
+                self._registrar = None
+                return img
         else:
             (dx, dy), _ = cv2.phaseCorrelate(self._reference, grey, self._registrar[2])
             dx, dy = int(round(dx)), int(round(dy))

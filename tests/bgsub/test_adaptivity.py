@@ -163,3 +163,36 @@ def test_relearn_after_a_sudden_global_change():
         after[frac] = masks[55:].mean() / 255
     assert after[0.0] > 0.5
     assert after[0.5] < 0.05
+
+
+def test_warmup_frames_step_every_background_pixel_then_hand_back_to_the_policy():
+    # a background that drifts (exposure settling): in the warm-up every background pixel steps, so the
+    # model follows the drift more closely than with update_prob 0.25
+    frames = np.clip(_scene(30).astype(float) + 1.5 * np.arange(30)[:, None, None, None], 0, 255).astype(np.uint8)
+    fg = {}
+    per_frame = {}
+    for warm in (0, 30):
+        sub = bgsub.create("olkn", warmup_frames=warm, width=20.0, blink_gain=0.0, diffuse_prob=0.0, **QUIET)
+        steps = []
+        masks = []
+        for fr in frames:
+            before = sub.n_steps_
+            masks.append(sub.apply(fr))
+            steps.append((sub.n_steps_ - before) / fr[..., 0].size)
+        fg[warm] = np.array(masks)[5:15].mean() / 255
+        per_frame[warm] = steps
+    assert fg[30] < fg[0]
+    assert min(per_frame[30][1:6]) > 0.95  # every (background) pixel steps
+    assert max(per_frame[0][1:6]) < 0.4  # the policy's 0.25
+    short = bgsub.create("olkn", warmup_frames=3, **QUIET)
+    counts = []
+    for fr in frames[:8]:
+        before = short.n_steps_
+        short.apply(fr)
+        counts.append(short.n_steps_ - before)
+    assert min(counts[1:4]) > 2 * max(counts[4:])  # frames 1-3 warm up, then the policy again
+    frozen = bgsub.create("olkn", warmup_frames=8, **QUIET)
+    frozen.apply(frames[0])
+    before = frozen.n_steps_
+    frozen.apply(frames[1], learningRate=0.0)  # an explicit learning rate wins over the warm-up
+    assert frozen.n_steps_ == before
