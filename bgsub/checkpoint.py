@@ -153,6 +153,8 @@ def load(path: str | os.PathLike, algorithm: str | None = None):
     scalars = meta.get("scalars", {})
     for name in scalar_names:
         if name not in scalars:
+            if saved_layout != layout:  # a value that joined the state after that layout: its initial value
+                continue
             raise CheckpointError(f"{path} lacks the state value {name!r} of {algo}")
         current = getattr(sub, name, None)
         setattr(sub, name, scalars[name] if current is None else type(current)(scalars[name]))

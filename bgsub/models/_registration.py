@@ -41,7 +41,7 @@ COARSE_WIDTH = 200
 #: three quarters as high).
 REFINE_WIDTH = 400
 #: Smallest size, in each dimension, that the template keeps after its margins are cropped.
-MIN_TEMPLATE = 16
+MIN_TEMPLATE = 48
 
 
 @njit(cache=True, inline="always")

@@ -127,6 +127,8 @@ TEXTURE_PARAMS = (
 )
 
 _PROB_ONE = fk.PROB_ONE
+#: ``stabilise="match"``: frames in a row whose shift reaches ``stabilise_max`` before the reference is renewed.
+REANCHOR_FRAMES = 10
 
 #: The kernel arguments of a model without per-pixel widths (:meth:`PixelKernelSubtractor._width_args`).
 _NO_WIDTHS = (False, np.zeros((0, 0), np.float32))
@@ -292,6 +294,11 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
     post_mask_ : ndarray (H, W) of uint8
         Output mask of the previous frame dilated 5x5, at the model's size (``blink_gain``: flips
         inside it are an object's edges, not blinking; stays 0 when off).
+    stabilise_reference_ : ndarray (H, W) or None
+        The stabiliser's reference frame (grey: uint8 for ``stabilise="match"``, float32 for "phase"); None
+        while ``stabilise`` is off or before the first frame.
+    stabilise_saturated_ : int
+        Frames in a row whose shift reached ``stabilise_max`` (``REANCHOR_FRAMES`` of them renew the reference).
     scale_ : float
         Global coefficient scale.
     n_frames_ : int
@@ -305,23 +312,30 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
     _SPECS: tuple[ParamSpec, ...] = ()
     _score_offset = 0.0
     #: State saved by :meth:`save` (see :mod:`bgsub.checkpoint`): every per-pixel state array, and scalars.
-    _STATE_ARRAYS: tuple[str, ...] = ("samples_", "coef_", "ring_", "rho_", "prev_mask_", "blink_", "post_mask_")
-    _STATE_SCALARS: tuple[str, ...] = ("scale_", "n_frames_", "n_steps_", "relearn_left_")
-    #: 2: ``blink_`` and ``post_mask_`` (the blink feedback) joined the state.
-    _STATE_LAYOUT = 2
+    _STATE_ARRAYS: tuple[str, ...] = ("samples_", "coef_", "ring_", "rho_", "prev_mask_", "blink_", "post_mask_",
+                                      "stabilise_reference_")
+    _STATE_SCALARS: tuple[str, ...] = ("scale_", "n_frames_", "n_steps_", "relearn_left_", "stabilise_saturated_")
+    #: 2: ``blink_`` and ``post_mask_`` (the blink feedback) joined the state; 3: the stabiliser's reference
+    #: and counter.
+    _STATE_LAYOUT = 3
 
     @classmethod
     def _upgrade_checkpoint(cls, layout: int, params: dict, arrays: dict) -> tuple[dict, dict] | None:
-        """A layout-1 checkpoint (before the blink feedback) as layout 2: the feedback off, as it was then.
+        """A layout-1 checkpoint (before the blink feedback) or layout-2 one (before the stabiliser's state was
+        saved) as layout 3: the feedback off where it did not exist, no warm-up (``warmup_frames`` did not
+        exist), and a stabiliser that takes its reference at the next frame.
 
         Only for classes whose state holds the feedback's arrays (not SVMD's own layout).
         """
-        if layout != 1 or "blink_" not in cls._STATE_ARRAYS:
+        if layout not in (1, 2) or "blink_" not in cls._STATE_ARRAYS:
             return None
-        params = {**params, "blink_gain": 0.0}
-        if "samples_" in arrays:
-            H, W = arrays["samples_"].shape[:2]
-            arrays = {"blink_": np.zeros((H, W), np.float32), "post_mask_": np.zeros((H, W), np.uint8), **arrays}
+        params = {"warmup_frames": 0, **params}
+        if layout == 1:
+            params = {**params, "blink_gain": 0.0}
+            if "samples_" in arrays:
+                H, W = arrays["samples_"].shape[:2]
+                arrays = {"blink_": np.zeros((H, W), np.float32), "post_mask_": np.zeros((H, W), np.uint8),
+                          **arrays}
         return params, arrays
 
     def __init__(self, **params: Any) -> None:
@@ -397,8 +411,9 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         # grey frames, reset(), colour frames used to keep the grey Gaussian table)
         self._lut = None
         self._decay_value = None
-        self._reference = None  # the stabiliser's reference frame (grey, float32)
+        self.stabilise_reference_ = None
         self._registrar = None  # (stabilise, stabilise_max, its shift estimator or phase window)
+        self.stabilise_saturated_ = 0
         self._shift = (0, 0)
         self.texture_ = None
         self._descriptors = self._frame_descriptors = None
@@ -661,8 +676,9 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
 
     def _stabilise(self, img: np.ndarray) -> np.ndarray:
         """Register ``img`` to the stream's first frame (``stabilise`` "match" or "phase"); remembers the
-        shift. With "match", a frame whose shift reaches ``stabilise_max`` (a camera that pans or was moved,
-        not one that shakes) is taken unshifted and becomes the reference of the frames after it."""
+        shift. With "match", a frame whose shift reaches ``stabilise_max`` is taken unshifted, and after
+        :data:`REANCHOR_FRAMES` such frames in a row (a camera that panned or was moved, not one that shakes)
+        the last becomes the reference of the frames after it."""
         self._shift = (0, 0)
         mode = self.params["stabilise"]
         if mode == "off":
@@ -671,24 +687,32 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
             grey = cv2.cvtColor(img, cv2.COLOR_BGR2GRAY) if img.shape[2] == 3 else np.ascontiguousarray(img[..., 0])
         else:
             grey = img.mean(axis=2, dtype=np.float32) if img.shape[2] > 1 else img[:, :, 0].astype(np.float32)
-        if self._reference is None or self._reference.dtype != grey.dtype or self._reference.shape != grey.shape:
-            self._reference = grey
+        ref = self.stabilise_reference_
+        if ref is None or ref.dtype != grey.dtype or ref.shape != grey.shape:
+            self.stabilise_reference_ = grey
             self._registrar = None
+            self.stabilise_saturated_ = 0
             return img
         m = self.params["stabilise_max"]
         if self._registrar is None or self._registrar[:2] != (mode, m):  # built on first use, and anew on a change
             if mode == "match":
-                self._registrar = (mode, m, ShiftEstimator(self._reference, m))
+                self._registrar = (mode, m, ShiftEstimator(self.stabilise_reference_, m))
             else:
                 self._registrar = (mode, m, cv2.createHanningWindow(grey.shape[::-1], cv2.CV_32F))
         if mode == "match":
             dx, dy = self._registrar[2].estimate(grey)
-            if max(abs(dx), abs(dy)) >= m:  # the camera moved as far as the search reaches: not jitter
-                self._reference = grey  # re-anchor: later frames register to this one
-                self._registrar = None
+            if max(abs(dx), abs(dy)) >= m:
+                # as far as the search reaches: no shift is trusted (an object can pull the estimate there);
+                # a camera that stays there panned or was moved, and its frame becomes the new reference
+                self.stabilise_saturated_ += 1
+                if self.stabilise_saturated_ >= REANCHOR_FRAMES:
+                    self.stabilise_reference_ = grey
+                    self._registrar = None
+                    self.stabilise_saturated_ = 0
                 return img
+            self.stabilise_saturated_ = 0
         else:
-            (dx, dy), _ = cv2.phaseCorrelate(self._reference, grey, self._registrar[2])
+            (dx, dy), _ = cv2.phaseCorrelate(self.stabilise_reference_, grey, self._registrar[2])
             dx, dy = int(round(dx)), int(round(dy))
             if max(abs(dx), abs(dy)) > m:
                 return img

@@ -36,13 +36,14 @@ NORMA_PARAMS = (
               "(keeps only a few values)", "", choices=("quantile", "steps"), live=False),
     *TEXTURE_PARAMS,
 ) + with_defaults(FEEDBACK_PARAMS, blink_gain=0.5) + with_defaults(COMMON_PARAMS, update_prob=1.0,
-                                                                     fg_update_prob=0.05, update_mask="post")
+                                                                     fg_update_prob=0.05, update_mask="post",
+                                                                     stabilise="match")
 
 NORMA_PRESETS = {
     "paper": {"width": 10.0, "eta": 0.001, "lam": 0.0001, "nu": 0.1, "budget": 20, "color": "bgr",
               "blur": 0.0, "init": "empty", "update_prob": 1.0, "fg_update_prob": 1.0, "update_mask": "raw",
               "median": 0, "open": 0, "close": 0, "min_area": 0, "init_radius": 1, "init_rho": "steps",
-              "blink_gain": 0.0},
+              "blink_gain": 0.0, "stabilise": "off"},
 }
 
 
@@ -75,18 +76,21 @@ class NORMASubtractor(PixelKernelSubtractor):
     _SPECS = NORMA_PARAMS
     _score_offset = 0.0
     _STATE_ARRAYS = PixelKernelSubtractor._STATE_ARRAYS + ("texture_",)
-    #: 3: ``texture_`` (the samples' descriptors, present while ``texture`` > 0) joined the state.
-    _STATE_LAYOUT = 3
+    #: 3: ``texture_`` (the samples' descriptors, present while ``texture`` > 0) joined the state; 4: the
+    #: stabiliser's reference and counter.
+    _STATE_LAYOUT = 4
 
     @classmethod
     def _upgrade_checkpoint(cls, layout, params, arrays):
-        """A checkpoint of layout 1 or 2 (before the texture features) as layout 3: ``texture`` off, as it was
-        then."""
+        """A checkpoint of layout 1 or 2 (before the texture features: ``texture`` off, as it was then) or 3
+        (before the stabiliser's state was saved: it takes its reference at the next frame) as layout 4."""
+        if layout not in (1, 2, 3):
+            return None
         if layout == 1:
             params, arrays = super()._upgrade_checkpoint(layout, params, arrays)
-        elif layout != 2:
-            return None
-        return {**params, "texture": 0.0}, arrays
+        if layout <= 2:
+            params = {**params, "texture": 0.0}
+        return {"warmup_frames": 0, **params}, arrays
 
     def _check(self, values):
         super()._check(values)

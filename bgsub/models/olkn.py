@@ -35,17 +35,17 @@ SCORE_MAP_PARAM = ParamSpec(
     "score thresholds)", "", choices=("bounded", "exact"))
 
 OLKN_PARAMS = (
-    ParamSpec("width", float, 40.0, "Gaussian kernel width p in k(x,y) = exp(-||x-y||^2/p^2)",
+    ParamSpec("width", float, 18.0, "Gaussian kernel width p in k(x,y) = exp(-||x-y||^2/p^2)",
               "pixel value 0-255", 0.5, 255.0),
     ParamSpec("r", float, 0.001, "forgetting factor: old coefficients are divided by 1 + r every frame",
               "per frame", 0.0, 1.0),
-    ParamSpec("nu", float, 0.1, "lower bound of the new term's multiplier a", "", 0.0, 10.0),
-    ParamSpec("C", float, 0.2, "upper bound of the new term's multiplier a (C > nu)", "", 1e-6, 10.0),
+    ParamSpec("nu", float, 0.2, "lower bound of the new term's multiplier a", "", 0.0, 10.0),
+    ParamSpec("C", float, 0.4, "upper bound of the new term's multiplier a (C > nu)", "", 1e-6, 10.0),
     ParamSpec("rho_rule", str, "quantile",
               "offset rule: 'paper' (eq. 69), 'primal' (eq. 68, every step) or 'quantile' (per-pixel nu-trick: "
               "each pixel lets a fraction rho_nu of its own values be novel)", "", choices=tuple(OLKN_RHO_RULES)),
     ParamSpec("rho_eta", float, 0.03, "quantile rule: step of the offset per frame", "", 0.0, 1.0),
-    ParamSpec("rho_nu", float, 0.1, "quantile rule: target fraction of novel values per pixel", "", 0.0, 1.0),
+    ParamSpec("rho_nu", float, 0.05, "quantile rule: target fraction of novel values per pixel", "", 0.0, 1.0),
     ParamSpec("rho_min", float, -0.3,
               "quantile rule: lowest offset (threshold f < 1 + rho_min; > -1 keeps unexplained values novel)", "",
               -0.99, 0.0),
@@ -77,17 +77,21 @@ OLKN_PARAMS = (
               "blink_gain > 0)", "", 0.0, 10.0),
     *TEXTURE_PARAMS,
     SCORE_MAP_PARAM,
-) + with_defaults(FEEDBACK_PARAMS, blink_gain=0.9, blink_up=0.1) + with_defaults(COMMON_PARAMS, diffuse_prob=0.2)
+) + with_defaults(FEEDBACK_PARAMS, blink_gain=0.9, blink_up=0.1) + with_defaults(
+    COMMON_PARAMS, diffuse_prob=0.2, stabilise="match", warmup_frames=50)
 
 #: Named parameter sets; "paper" is Li et al.'s setting with the unconditional update.
 OLKN_PRESETS = {
     "paper": {"width": 10.0, "r": 0.001, "nu": 0.1, "C": 0.2, "budget": 20, "rho_rule": "paper",
               "color": "bgr", "blur": 0.0, "init": "empty", "update_prob": 1.0, "fg_update_prob": 1.0,
               "update_mask": "raw", "median": 0, "open": 0, "close": 0, "min_area": 0, "init_radius": 1,
-              "diffuse_prob": 0.0, "blink_gain": 0.0},
+              "diffuse_prob": 0.0, "blink_gain": 0.0, "stabilise": "off", "warmup_frames": 0},
     # HD at speed: the model at a quarter of the frame size, a 3x3 median there (docs/performance.md);
-    # without the blink feedback, as measured there
-    "fast": {"process_scale": 0.25, "median": 3, "blink_gain": 0.0},
+    # without the blink feedback, and with the kernel and offset of the defaults before issue 13's eighth
+    # round: at a quarter of the size the narrower kernel and the stabiliser lose on the jittered copies
+    # (docs/parameters.md, "The fast preset with the new defaults")
+    "fast": {"process_scale": 0.25, "median": 3, "blink_gain": 0.0, "width": 40.0, "nu": 0.1, "C": 0.2,
+             "rho_nu": 0.1, "stabilise": "off", "warmup_frames": 0},
 }
 
 
@@ -133,14 +137,18 @@ class OLKNSubtractor(PixelKernelSubtractor):
     _score_offset = 1.0
     _STATE_ARRAYS = PixelKernelSubtractor._STATE_ARRAYS + ("misfit_", "width_", "texture_")
     #: 3: ``misfit_`` and ``width_`` (the per-pixel kernel widths, ``adapt_width``) joined the state;
-    #: 4: ``texture_`` (the samples' descriptors, present while ``texture`` > 0).
-    _STATE_LAYOUT = 4
+    #: 4: ``texture_`` (the samples' descriptors, present while ``texture`` > 0); 5: the stabiliser's reference
+    #: and counter.
+    _STATE_LAYOUT = 5
 
     @classmethod
     def _upgrade_checkpoint(cls, layout, params, arrays):
         """A checkpoint of layout 1, 2 (before the per-pixel widths: ``adapt_width`` off, as it was then, with a
-        fresh misfit average and unit widths) or 3 (before the texture features) as layout 4: ``texture``
-        off, as it was then."""
+        fresh misfit average and unit widths), 3 (before the texture features: ``texture`` off) or 4 (before
+        the stabiliser's state was saved: it takes its reference at the next frame) as layout 5; none of them
+        knew ``warmup_frames`` (0)."""
+        if layout not in (1, 2, 3, 4):
+            return None
         if layout in (1, 2):
             if layout == 1:
                 params, arrays = super()._upgrade_checkpoint(layout, params, arrays)
@@ -148,9 +156,9 @@ class OLKNSubtractor(PixelKernelSubtractor):
             if "samples_" in arrays:
                 H, W = arrays["samples_"].shape[:2]
                 arrays = {"misfit_": np.zeros((H, W), np.float32), "width_": np.ones((H, W), np.float32), **arrays}
-        elif layout != 3:
-            return None
-        return {**params, "texture": 0.0}, arrays
+        if layout <= 3:
+            params = {**params, "texture": 0.0}
+        return {"warmup_frames": 0, **params}, arrays
 
     @property
     def score_range(self) -> tuple[float, float]:

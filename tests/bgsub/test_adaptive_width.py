@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import bgsub
+from tests.bgsub._params import ROUND7
 from bgsub.checkpoint import CheckpointError
 from learners import steps
 from learners._persist import read_checkpoint, write_checkpoint
@@ -62,7 +63,7 @@ def test_width_factor_one_gives_the_engine_without_per_pixel_widths(highway):
 def test_widths_rise_where_the_background_flickers_and_stay_where_it_is_static(params):
     frames, _ = _flicker_scene(120)
     W = frames.shape[2]
-    sub = bgsub.create("olkn", **params)
+    sub = bgsub.create("olkn", **params, **ROUND7)
     for fr in frames:
         sub.apply(fr)
     static, flicker = sub.width_[:, 2:W // 2 - 2], sub.width_[:, W // 2 + 2:]
@@ -76,7 +77,7 @@ def test_narrow_static_pixels_detect_what_the_wider_kernel_misses():
     base = np.full((24, 32, 3), 100.0)
     got = {}
     for wmin in (1.0, 0.5):
-        sub = bgsub.create("olkn", width=20.0, width_blink=0.01, width_min=wmin, median=0)
+        sub = bgsub.create("olkn", **dict(ROUND7, width=20.0), width_blink=0.01, width_min=wmin, median=0)
         for t in range(60):
             fr = base + rng.normal(0, 1.0, base.shape)
             if t >= 50:
@@ -132,12 +133,13 @@ def test_checkpoint_round_trip_keeps_the_widths(tmp_path):
 
 def test_a_checkpoint_from_before_the_widths_continues_without_them(tmp_path):
     frames, _ = _flicker_scene(30)
-    whole = bgsub.create("olkn")
-    first = bgsub.create("olkn")
+    old = dict(warmup_frames=0, stabilise="off")  # neither existed before the widths
+    whole = bgsub.create("olkn", **old)
+    first = bgsub.create("olkn", **old)
     for f in frames[:10]:
         first.apply(f)
     meta, arrays = read_checkpoint(first.save(tmp_path / "new.npz"))
-    assert meta["state_layout"] == 4
+    assert meta["state_layout"] == 5
     # as the version before the widths wrote it: layout 2, no width parameters or arrays
     params = {k: v for k, v in meta.pop("params").items() if k not in
               ("adapt_width", "width_rate", "width_min", "width_max", "width_blink")}

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import bgsub
+from tests.bgsub._params import ROUND7
 from bgsub.augment import translate
 
 QUIET = dict(median=0, blur=0.0)
@@ -79,7 +80,7 @@ def test_quantile_offset_lowers_the_threshold_of_a_dynamic_pixel():
     frames[:, :, :20] = np.clip(frames[:, :, :20].astype(int) + wave, 0, 255).astype(np.uint8)
     flagged = {}
     for rule in ("paper", "quantile"):
-        sub = bgsub.create("olkn", rho_rule=rule, diffuse_prob=0.0, **QUIET)
+        sub = bgsub.create("olkn", rho_rule=rule, diffuse_prob=0.0, **QUIET, **ROUND7)
         masks = np.array([sub.apply(fr) for fr in frames])
         flagged[rule] = masks[200:, :, :20].mean() / 255
         if rule == "quantile":

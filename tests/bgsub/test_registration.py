@@ -106,14 +106,18 @@ def test_match_stabilisation_finds_every_shift_and_switches_live():
 
 
 def test_a_pan_beyond_the_search_re_anchors_the_reference():
-    # a camera panning one pixel a frame: shifts 1..3 against the first frame, the fourth reaches
-    # stabilise_max 4 and is taken unshifted as the new reference, and counting starts again
+    # a camera panning one pixel a frame: shifts 1..3 against the first frame; from the fourth on the shift
+    # reaches stabilise_max 4 and no shift is applied; the tenth such frame in a row becomes the reference
+    # and counting starts again from it
+    from bgsub.models.base import REANCHOR_FRAMES
+
     rng = np.random.default_rng(7)
-    scene = np.stack([_texture(80, 160, seed=7)] * 3, -1)
-    frames = [np.ascontiguousarray(scene[:, 40 - k:120 - k]) for k in range(12)]  # content moves right
+    scene = np.stack([_texture(80, 200, seed=7, sigma=8)] * 3, -1)  # smooth: no false peaks past the search
+    frames = [np.ascontiguousarray(scene[:, 60 - k:140 - k]) for k in range(20)]  # content moves right
     sub = bgsub.create("olkn", stabilise="match", stabilise_max=4)
     found = []
     for fr in frames:
         sub.apply(np.clip(fr + rng.normal(0, 1, fr.shape), 0, 255).astype(np.uint8))
-        found.append(sub._shift)
-    assert found == [(0, 0), (1, 0), (2, 0), (3, 0), (0, 0), (1, 0), (2, 0), (3, 0), (0, 0), (1, 0), (2, 0), (3, 0)]
+        found.append(sub._shift[0])
+    assert REANCHOR_FRAMES == 10
+    assert found == [0, 1, 2, 3] + [0] * 10 + [1, 2, 3] + [0] * 3

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import bgsub
+from tests.bgsub._params import ROUND7
 from bgsub.checkpoint import CheckpointError
 from bgsub.models import _texture
 from learners._persist import read_checkpoint, write_checkpoint
@@ -92,7 +93,7 @@ def _flagged(params, last):
     """Fraction of ``last(frame)`` flagged after 40 frames of the checkered background (whole frame, or the
     patch ``[8:24, 10:30]`` where ``last`` pastes one)."""
     frames = _checker_scene(41)
-    sub = bgsub.create("olkn", median=0, **params)
+    sub = bgsub.create("olkn", median=0, **{**ROUND7, **params})
     for f in frames[:40]:
         sub.apply(np.clip(f, 0, 255).astype(np.uint8))
     img, region = last(frames[40])
@@ -143,8 +144,11 @@ def test_zero_texture_weight_gives_the_colour_engine(algo, extra):
     on = bgsub.create(algo, texture=1e-9, **extra)
     for fr in frames:
         np.testing.assert_array_equal(on.apply(fr), off.apply(fr))
-    for name in ("samples_", "coef_", "ring_", "rho_"):
+    for name in ("samples_", "coef_", "ring_"):
         np.testing.assert_array_equal(getattr(on, name), getattr(off, name))
+    # the offsets to the last bits: the two loops may add the same terms in another order under fastmath
+    # (4e-16 apart on an AVX-512 machine), which no decision above depended on
+    np.testing.assert_allclose(on.rho_, off.rho_, rtol=0, atol=1e-12)
     assert off.texture_ is None and on.texture_.shape == on.samples_.shape and on.texture_.dtype == np.uint16
 
 
@@ -217,7 +221,7 @@ def test_parameter_validation_and_live_switch():
     sub.apply(frames[0].astype(np.uint8))
 
 
-@pytest.mark.parametrize("algo, layout", [("olkn", 4), ("norma", 3)])
+@pytest.mark.parametrize("algo, layout", [("olkn", 5), ("norma", 4)])
 def test_checkpoint_round_trip_keeps_the_descriptors(tmp_path, algo, layout):
     frames = [np.clip(f, 0, 255).astype(np.uint8) for f in _checker_scene(30)]
     params = dict(texture=150.0, width=60.0)
@@ -245,8 +249,9 @@ def test_checkpoint_round_trip_keeps_the_descriptors(tmp_path, algo, layout):
 @pytest.mark.parametrize("algo, old_layout", [("olkn", 3), ("norma", 2)])
 def test_a_checkpoint_from_before_the_texture_continues_without_it(tmp_path, algo, old_layout):
     frames = [np.clip(f, 0, 255).astype(np.uint8) for f in _checker_scene(20)]
-    whole = bgsub.create(algo)
-    first = bgsub.create(algo)
+    old = dict(warmup_frames=0, stabilise="off")  # neither existed before the texture
+    whole = bgsub.create(algo, **old)
+    first = bgsub.create(algo, **old)
     for f in frames[:10]:
         first.apply(f)
     meta, arrays = read_checkpoint(first.save(tmp_path / "new.npz"))

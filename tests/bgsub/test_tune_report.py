@@ -24,11 +24,11 @@ def _row(hw, board, birds):
 
 
 def test_resolve_merges_two_spellings_of_the_defaults():
-    table = {json.dumps({}): {"highway": 0.9}, json.dumps({"width": 40.0}): {"Board": 0.8},
+    table = {json.dumps({}): {"highway": 0.9}, json.dumps({"width": 18.0}): {"Board": 0.8},
              json.dumps({"width": 30.0}): {"highway": 0.5}}
     out = tune.resolve_configs(table, "olkn")
     assert len(out) == 2
-    merged = [v for k, v in out.items() if json.loads(k)["width"] == 40.0]
+    merged = [v for k, v in out.items() if json.loads(k)["width"] == 18.0]
     assert merged == [{"highway": 0.9, "Board": 0.8}]
     assert all(json.loads(k)["rho_rule"] == "quantile" for k in out)  # completed with the defaults
 
