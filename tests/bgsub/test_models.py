@@ -200,6 +200,10 @@ def test_registry_presets_and_factories():
     assert isinstance(bgsub.createNORMA(), NORMASubtractor)
     p = bgsub.createOLKN(preset="paper", width=12.0)
     assert p.params["width"] == 12.0 and p.params["fg_update_prob"] == 1.0
+    accurate = bgsub.default_params("olkn", "accurate")
+    assert accurate["texture_mode"] == "inter" and accurate["texture"] > 0 and accurate["stabilise"] == "match"
+    fast = bgsub.default_params("olkn", "fast")
+    assert fast["process_scale"] == 0.25 and fast["width"] == 40.0 and fast["stabilise"] == "off"
 
 
 def _stopped_object_recall(sub, T=260, t_in=100):
