@@ -21,8 +21,8 @@ import numpy as np
 from bgsub.augment import translate
 from bgsub.checkpoint import Checkpointable
 from bgsub.models import _frame_kernels as fk
-from bgsub.models._registration import ShiftEstimator
 from bgsub.models import _texture
+from bgsub.models._registration import ShiftEstimator
 from bgsub.registry import ParamSpec
 from learners.expansion import needs_renormalise
 from learners.kernels import gaussian_lut
@@ -47,7 +47,7 @@ COMMON_PARAMS = (
     ParamSpec("stabilise", str, "off",
               "camera-jitter compensation: every frame is registered to the first (integer shift, at most "
               "stabilise_max pixels) before the model, and the mask shifted back; 'match' finds the shift by "
-              "correlating gradient images (exact on the jittered dev sequences), 'phase' by phase correlation "
+              "correlating gradient images (right on 99 % of the jittered dev frames), 'phase' by phase correlation "
               "(kept for comparison: misled by moving objects)", "",
               choices=("off", "match", "phase")),
     ParamSpec("stabilise_max", int, 8, "largest shift the stabiliser corrects", "pixels", 1, 64),
