@@ -93,7 +93,7 @@ OLKN_PRESETS = {
     "fast": {"process_scale": 0.25, "median": 3, "blink_gain": 0.0, "width": 40.0, "nu": 0.1, "C": 0.2,
              "rho_nu": 0.1, "stabilise": "off", "warmup_frames": 0},
     # offline quality: LOBSTER's inter-frame LBSP in a product kernel with colour, with the stabiliser (issue 13's
-    # seventh and eighth rounds: dev mean F 0.567 plain, 0.564 jittered, in sample) at about 0.02x KNN's speed
+    # seventh and eighth rounds: dev mean F 0.567 plain, 0.564 jittered, in sample) at about 0.03x KNN's speed
     "accurate": {"texture": 100.0, "texture_mode": "inter", "width": 30.0, "nu": 0.5, "C": 1.0, "rho_nu": 0.1,
                  "warmup_frames": 0},
 }

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import bgsub
-from tests.bgsub._params import ROUND7
 from bgsub.checkpoint import CheckpointError
 from learners import steps
 from learners._persist import read_checkpoint, write_checkpoint
+from tests.bgsub._params import ROUND7
 from tests.bgsub.test_feedback import _flicker_scene
 
 # ----------------------------------------------------------------- the rules against their transcription

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import bgsub
-from tests.bgsub._params import ROUND7
 from bgsub.augment import translate
+from tests.bgsub._params import ROUND7
 
 QUIET = dict(median=0, blur=0.0)
 

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import bgsub
-from tests.bgsub._params import ROUND7
 from bgsub.augment import translate
 from bgsub.models.base import fill_holes
 from learners import steps
+from tests.bgsub._params import ROUND7
 
 QUIET = dict(median=0, blur=0.0)
 

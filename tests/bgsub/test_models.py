@@ -9,10 +9,10 @@ import pytest
 
 import bgsub
 from bgsub.models import NORMASubtractor, OLKNSubtractor
-from tests.bgsub._params import ROUND7
 from learners.expansion import needs_renormalise
 from learners.kernels import GAUSSIAN_LUT, gaussian_lut
 from learners.steps import RHO_RULES, norma_decay, norma_novelty_step, olk_decay, olk_n_step
+from tests.bgsub._params import ROUND7
 
 RAW = dict(init="empty", update_prob=1.0, fg_update_prob=1.0, blur=0.0, median=0, open=0, close=0, min_area=0,
            update_mask="raw", diffuse_prob=0.0, stabilise="off", warmup_frames=0)

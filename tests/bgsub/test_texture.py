@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import bgsub
-from tests.bgsub._params import ROUND7
 from bgsub.checkpoint import CheckpointError
 from bgsub.models import _texture
 from learners._persist import read_checkpoint, write_checkpoint
+from tests.bgsub._params import ROUND7
 
 # ----------------------------------------------------------------- the descriptor against its transcription
 
