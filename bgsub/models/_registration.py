@@ -25,7 +25,7 @@ at most :data:`REFINE_WIDTH` wide, so a 1080p frame costs little more than a
 Convention: ``frame[y + dy, x + dx] ~ reference[y, x]``; moving the frame by
 ``(-dx, -dy)`` registers it to the reference.
 
-This module imports only numpy, numba and OpenCV (its pyramid).
+This module imports only numpy, numba and OpenCV (its Sobel filter and pyramid).
 """
 
 from __future__ import annotations
@@ -47,35 +47,21 @@ REFINE_WIDTH = 400
 MIN_TEMPLATE = 48
 
 
-@njit(cache=True, inline="always")
-def _sobel_l1(ru, rm, rd, left, x, right):
-    """``|gx| + |gy|`` of the 3x3 Sobel at column ``x`` of rows ``ru, rm, rd`` (above, at, below), with the
-    columns ``left`` and ``right`` beside it."""
-    gx = (np.float32(ru[right]) + 2 * np.float32(rm[right]) + np.float32(rd[right])
-          - np.float32(ru[left]) - 2 * np.float32(rm[left]) - np.float32(rd[left]))
-    gy = (np.float32(rd[left]) + 2 * np.float32(rd[x]) + np.float32(rd[right])
-          - np.float32(ru[left]) - 2 * np.float32(ru[x]) - np.float32(ru[right]))
-    return abs(gx) + abs(gy)
+def gradient_region(img: np.ndarray, y0: int, y1: int, x0: int, x1: int) -> np.ndarray:
+    """``|d/dx| + |d/dy|`` (3x3 Sobel, replicated border) of the grey image ``img`` (2-D, uint8 or float32)
+    over ``[y0, y1) x [x0, x1)``, float32 ``(y1 - y0, x1 - x0)``: the pixels around the region enter as in the
+    whole image's gradient.
 
-
-@njit(cache=True, fastmath=True, nogil=True)
-def gradient_region(img, y0, y1, x0, x1):
-    """``|d/dx| + |d/dy|`` (3x3 Sobel, replicated border) of the grey image ``img`` (2-D) over
-    ``[y0, y1) x [x0, x1)``, float32 ``(y1 - y0, x1 - x0)``: the pixels around the region enter as in the
-    whole image's gradient."""
+    OpenCV's Sobel on the region and a one-pixel ring around it (where the image has one): its vectorised
+    filter is about three times as fast as a jitted loop (320x240: 0.06 against 0.22 ms)."""
     H, W = img.shape
-    out = np.empty((y1 - y0, x1 - x0), np.float32)
-    inner0, inner1 = max(x0, 1), min(x1, W - 1)  # columns whose both neighbours exist
-    for y in range(y0, y1):
-        ru, rm, rd = img[max(y - 1, 0)], img[y], img[min(y + 1, H - 1)]
-        o = out[y - y0]
-        for x in range(x0, inner0):
-            o[x - x0] = _sobel_l1(ru, rm, rd, max(x - 1, 0), x, min(x + 1, W - 1))
-        for x in range(inner0, inner1):
-            o[x - x0] = _sobel_l1(ru, rm, rd, x - 1, x, x + 1)
-        for x in range(max(inner1, x0), x1):
-            o[x - x0] = _sobel_l1(ru, rm, rd, max(x - 1, 0), x, min(x + 1, W - 1))
-    return out
+    a0, a1, b0, b1 = max(y0 - 1, 0), min(y1 + 1, H), max(x0 - 1, 0), min(x1 + 1, W)
+    around = img[a0:a1, b0:b1]
+    depth = cv2.CV_16S if img.dtype == np.uint8 else cv2.CV_32F  # |gx| + |gy| <= 2040 fits int16
+    gx = cv2.Sobel(around, depth, 1, 0, ksize=3, borderType=cv2.BORDER_REPLICATE)
+    gy = cv2.Sobel(around, depth, 0, 1, ksize=3, borderType=cv2.BORDER_REPLICATE)
+    inside = (slice(y0 - a0, y1 - a0), slice(x0 - b0, x1 - b0))
+    return (np.abs(gx[inside]) + np.abs(gy[inside])).astype(np.float32)
 
 
 def gradient_magnitude(grey: np.ndarray) -> np.ndarray:
