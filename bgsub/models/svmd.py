@@ -71,8 +71,18 @@ class SVMDSubtractor(PixelKernelSubtractor):
     _SPECS = SVMD_PARAMS
     _score_offset = 0.0
     #: Every per-pixel state array (what a checkpoint must save and restore).
-    _STATE_ARRAYS = ("samples_", "alpha_", "beta_", "ring_", "state_", "offset_")
-    _STATE_LAYOUT = 1  # its own state: the kernel subtractors' layout changes do not apply
+    _STATE_ARRAYS = ("samples_", "alpha_", "beta_", "ring_", "state_", "offset_", "stabilise_reference_")
+    #: Its own state (the kernel subtractors' layout changes do not apply). 2: the stabiliser's reference and
+    #: counter (``stabilise``).
+    _STATE_LAYOUT = 2
+
+    @classmethod
+    def _upgrade_checkpoint(cls, layout, params, arrays):
+        """A layout-1 checkpoint (before the stabiliser's state was saved) as layout 2: a stabiliser that takes its
+        reference at the next frame; the parameters of that time (``warmup_frames`` did not exist: 0)."""
+        if layout != 1:
+            return None
+        return {"warmup_frames": 0, **params}, arrays
 
     # coef_ and rho_ are derived views, so a restored alpha_/state_ cannot go stale
     @property

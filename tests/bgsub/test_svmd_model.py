@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 import pytest
 
 import bgsub
+from bgsub.augment import translate
 from bgsub.models import SVMDSubtractor
 from learners import SVMDOneClass
 from learners import svmd_steps as S
+from learners._persist import read_checkpoint, write_checkpoint
 from tests.bgsub.test_models import RAW, _stream
 
 PARAMS = dict(width=30.0, eta0=0.2, mu=0.2, decay=0.95, lam=0.05, nu=0.1, budget=8)
@@ -43,7 +46,8 @@ def test_state_arrays_interface_and_background_image():
     for fr in frames:
         mask = sub.apply(fr)
     assert mask.shape == frames.shape[1:3] and mask.dtype == np.uint8
-    for name in SVMDSubtractor._STATE_ARRAYS:
+    assert sub.stabilise_reference_ is None  # the stabiliser is off
+    for name in SVMDSubtractor._STATE_ARRAYS[:-1]:
         arr = getattr(sub, name)
         assert isinstance(arr, np.ndarray) and arr.shape[:2] == frames.shape[1:3] and arr.flags.c_contiguous
     assert sub.state_.shape[2] == S.STATE_SIZE
@@ -56,7 +60,7 @@ def test_state_arrays_interface_and_background_image():
     # restoring the state arrays restores the model (coef_ and rho_ are views, never stale)
     copy = SVMDSubtractor(**PARAMS)
     copy.apply(frames[0], learningRate=0)
-    for name in SVMDSubtractor._STATE_ARRAYS:
+    for name in SVMDSubtractor._STATE_ARRAYS[:-1]:
         setattr(copy, name, getattr(sub, name).copy())
     copy.n_frames_ = sub.n_frames_
     a, b = sub.apply(frames[5]), copy.apply(frames[5])
@@ -85,3 +89,28 @@ def test_checkpoint_round_trip_continues_the_same_masks(tmp_path):
         np.testing.assert_array_equal(back.apply(fr), sub.apply(fr))
         np.testing.assert_array_equal(back.getScoreMap(), sub.getScoreMap())
     np.testing.assert_array_equal(back.eta_, sub.eta_)
+
+
+def test_checkpoint_keeps_the_stabilisers_state_and_reads_the_layout_before_it(tmp_path):
+    frames = _stream(T=40, H=70, W=80)
+    frames = [translate(f, (k % 3) - 1, (k % 2), cv2.BORDER_REPLICATE, 0) for k, f in enumerate(frames)]
+    sub = SVMDSubtractor(**PARAMS, stabilise="match")
+    for fr in frames[:25]:
+        sub.apply(fr)
+    path = bgsub.checkpoint.save(sub, tmp_path / "svmd.npz")
+    meta, arrays = read_checkpoint(path)
+    assert meta["state_layout"] == 2 and "stabilise_reference_" in arrays
+    back = bgsub.checkpoint.load(path, algorithm="svmd")
+    np.testing.assert_array_equal(back.stabilise_reference_, sub.stabilise_reference_)
+    for fr in frames[25:]:
+        np.testing.assert_array_equal(back.apply(fr), sub.apply(fr))
+    # as saved before the stabiliser's state was (layout 1): it takes its reference at the next frame
+    params = meta.pop("params")
+    arrays.pop("stabilise_reference_")
+    extra = {k: v for k, v in meta.items() if k not in ("format", "version", "kind")}
+    extra["scalars"] = {k: v for k, v in extra["scalars"].items() if k != "stabilise_saturated_"}
+    write_checkpoint(tmp_path / "old.npz", "svmd", params, arrays, **dict(extra, state_layout=1))
+    old = bgsub.checkpoint.load(tmp_path / "old.npz", algorithm="svmd")
+    assert old.stabilise_reference_ is None and old.stabilise_saturated_ == 0 and old.n_frames_ == 25
+    old.apply(frames[25])
+    np.testing.assert_array_equal(old.stabilise_reference_, cv2.cvtColor(frames[25], cv2.COLOR_BGR2GRAY))
