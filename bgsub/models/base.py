@@ -43,7 +43,7 @@ COMMON_PARAMS = (
               "", choices=("neighbours", "empty"), live=False),
     ParamSpec("init_radius", int, 3,
               "neighbourhood of the first-frame bootstrap: values are drawn from a (2r+1)x(2r+1) square", "pixels",
-              1, 5, live=False),
+              1, 16, live=False),
     ParamSpec("stabilise", str, "off",
               "camera-jitter compensation: every frame is registered to the first (integer shift, at most "
               "stabilise_max pixels) before the model, and the mask shifted back; 'match' finds the shift by "

@@ -78,7 +78,7 @@ OLKN_PARAMS = (
     *TEXTURE_PARAMS,
     SCORE_MAP_PARAM,
 ) + with_defaults(FEEDBACK_PARAMS, blink_gain=0.9, blink_up=0.1) + with_defaults(
-    COMMON_PARAMS, diffuse_prob=0.2, stabilise="match", warmup_frames=50)
+    COMMON_PARAMS, diffuse_prob=0.2, stabilise="match", warmup_frames=50, init_radius=8)
 
 #: Named parameter sets; "paper" is Li et al.'s setting with the unconditional update.
 OLKN_PRESETS = {
@@ -89,13 +89,14 @@ OLKN_PRESETS = {
     # HD at speed: the model at a quarter of the frame size, a 3x3 median there (docs/performance.md);
     # without the blink feedback, and with the kernel and offset of the defaults before issue 13's eighth
     # round: at a quarter of the size the narrower kernel and the stabiliser lose on the jittered copies
-    # (docs/parameters.md, "The fast preset with the new defaults")
+    # (docs/parameters.md, "The fast preset with the new defaults"); the bootstrap's radius as measured then (3)
     "fast": {"process_scale": 0.25, "median": 3, "blink_gain": 0.0, "width": 40.0, "nu": 0.1, "C": 0.2,
-             "rho_nu": 0.1, "stabilise": "off", "warmup_frames": 0},
+             "rho_nu": 0.1, "stabilise": "off", "warmup_frames": 0, "init_radius": 3},
     # offline quality: LOBSTER's inter-frame LBSP in a product kernel with colour, with the stabiliser (issue 13's
-    # seventh and eighth rounds: dev mean F 0.567 plain, 0.564 jittered, in sample) at about 0.03x KNN's speed
+    # seventh and eighth rounds: dev mean F 0.567 plain, 0.564 jittered, in sample, with the bootstrap radius 3
+    # of then) at about 0.03x KNN's speed
     "accurate": {"texture": 100.0, "texture_mode": "inter", "width": 30.0, "nu": 0.5, "C": 1.0, "rho_nu": 0.1,
-                 "warmup_frames": 0},
+                 "warmup_frames": 0, "init_radius": 3},
 }
 
 

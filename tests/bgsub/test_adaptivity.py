@@ -105,7 +105,9 @@ def test_neighbour_diffusion_heals_ghosts_and_is_deterministic(algo):
     for p in (0.0, 0.5):
         runs = []
         for _ in range(2):
-            sub = bgsub.create(algo, diffuse_prob=p, fg_update_prob=0.0, **QUIET)
+            # a bootstrap radius well under the ghost's size (olkn's default 8 draws much of the 16x20 ghost's
+            # bootstrap from the background around it, which heals most of it before any diffusion)
+            sub = bgsub.create(algo, diffuse_prob=p, fg_update_prob=0.0, init_radius=3, **QUIET)
             runs.append(np.array([sub.apply(fr) for fr in frames]))
         np.testing.assert_array_equal(runs[0], runs[1])  # counter-based hash: same result every run
         left[p] = runs[0][-20:, 8:24, 10:30].mean() / 255
