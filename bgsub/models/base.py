@@ -39,7 +39,8 @@ COMMON_PARAMS = (
               0.0, 10.0),
     ParamSpec("init", str, "neighbours",
               "model at the first frame: 'neighbours' fills each buffer with B steps on values of random "
-              "3x3 neighbours of the first frame (ViBe-style, usable at once); 'empty' starts empty (paper)",
+              "neighbours of the first frame within init_radius (ViBe-style, usable at once); 'empty' starts empty "
+              "(paper)",
               "", choices=("neighbours", "empty"), live=False),
     ParamSpec("init_radius", int, 3,
               "neighbourhood of the first-frame bootstrap: values are drawn from a (2r+1)x(2r+1) square", "pixels",
