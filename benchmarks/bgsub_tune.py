@@ -75,6 +75,7 @@ def run_job(job):
     medians = params.pop("post_median", None)
     frames, imgs, gts, roi = _load(path, max_frames, aug)
     sub = bgsub.create(algo, **params)
+    full = {k: v for k, v in sub.params.items()}  # every parameter as run, whatever the defaults become
     variants = [None] if medians is None else list(medians)
     scorers = {v: SequenceScorer(score_range=getattr(sub, "score_range", None) if v in (None, 0) else None,
                                  keep_frames=False) for v in variants}
@@ -94,7 +95,8 @@ def run_job(job):
         m = sc.metrics()
         p = dict(params) if v is None else dict(params, median=v)
         name = Path(path).name + (f"+{aug}" if aug else "")
-        out.append({"algo": algo, "params": p, "seq": path, "name": name, "group": group_of(path, aug), "F": m["F"],
+        out.append({"algo": algo, "params": p, "resolved": full if v is None else dict(full, median=v), "seq": path,
+                    "name": name, "group": group_of(path, aug), "F": m["F"],
                     "recall": m["recall"], "precision": m["precision"], "PWC": m["PWC"], "auc": m.get("auc"),
                     "fps": len(frames) / busy if busy else None})
     return out
@@ -172,7 +174,9 @@ def load_results(path, algo=None):
     for r in rows:
         GROUPS[r["name"]] = r.get("group") or group_of(r["seq"])
         f = r["F"]
-        table.setdefault(_key(r["params"]), {})[r["name"]] = 0.0 if f is None or (
+        # rows record every parameter as run ("resolved"); older rows only the swept ones, which
+        # resolve_configs completes with the current defaults (right only while those have not changed)
+        table.setdefault(_key(r.get("resolved") or r["params"]), {})[r["name"]] = 0.0 if f is None or (
             isinstance(f, float) and math.isnan(f)) else f
     return table
 
@@ -283,6 +287,10 @@ def resolve_configs(table, algo):
 
     Candidate files spell out only the swept parameters; two spellings of the same
     configuration (e.g. the defaults in two rounds' files) are merged into one row.
+    Rows written since the ninth round of issue 13 carry every parameter as run
+    (``resolved``) and are keyed by it, so a later change of a default does not move
+    them; older rows are completed with the current defaults, which is right only
+    while those are the defaults they ran with.
     """
     from bgsub.registry import default_params
 

@@ -49,3 +49,18 @@ def test_summary_rows_and_paired_cv():
     assert w3["folds_choosing"] == ["sbi"]
     assert w3["oof_F_plain"] == pytest.approx((0.9 + 0.4 + 0.3) / 3)
     assert w3["oof_F_augmented"] == pytest.approx((0.8 + 0.3 + 0.2) / 3)
+
+
+def test_rows_that_record_every_parameter_keep_them_when_a_default_changes(tmp_path):
+    import bgsub
+
+    ran_with = dict(bgsub.create("olkn").params, init_radius=3)  # as a run before olkn's default became 8
+    rows = [{"algo": "olkn", "params": {}, "resolved": ran_with, "name": "highway", "seq": "x/highway",
+             "group": "cdnet", "F": 0.9},
+            {"algo": "olkn", "params": {}, "name": "Board", "seq": "x/Board", "group": "sbi", "F": 0.8}]
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tune.resolve_configs(tune.load_results(path, "olkn"), "olkn")
+    by_radius = {json.loads(k)["init_radius"]: v for k, v in out.items()}
+    # the row that recorded its parameters keeps them; the old-style row is completed with today's defaults
+    assert by_radius == {3: {"highway": 0.9}, bgsub.create("olkn").params["init_radius"]: {"Board": 0.8}}
