@@ -170,6 +170,22 @@ def test_bench_text_output_names_the_frames(capsys):
     assert "frames: synthetic clip (CDnet highway not found" in capsys.readouterr().out
     assert cli_main(["bench", "--rounds", "0"]) == 2
     assert "bgsub bench: error: --rounds must be >= 1, got 0" in capsys.readouterr().err
+    assert cli_main(["bench", "--warmup", "-1"]) == 2
+    assert "bgsub bench: error: --warmup must be >= 0, got -1" in capsys.readouterr().err
+
+
+def test_bench_warms_every_subtractor_up_before_timing(capsys, monkeypatch):
+    from bgsub.commands import bench
+
+    seen = []
+    monkeypatch.setattr(bench, "_time_algo", lambda a, timed, warm: seen.append((len(warm), len(timed))) or 1.0)
+    assert bench.DEFAULT_WARMUP == 60  # past olkn's warmup_frames 50
+    rep = bench.benchmark(["olkn", "knn"], [(32, 24)], n_frames=3, rounds=1, data="/nonexistent")
+    assert rep["warmup"] == 60 and seen == [(60, 3), (60, 3)]
+    seen.clear()
+    assert cli_main(["bench", "--size", "32x24", "--frames", "3", "--rounds", "1", "--warmup", "0", "--algo", "knn",
+                     "--data", "/nonexistent"]) == 0
+    assert seen == [(0, 3)] and "0 untimed warm-up frames" in capsys.readouterr().out
 
 
 def test_bench_times_a_preset_and_refuses_an_unknown_one(capsys):
