@@ -75,7 +75,7 @@ def run_job(job):
     medians = params.pop("post_median", None)
     frames, imgs, gts, roi = _load(path, max_frames, aug)
     sub = bgsub.create(algo, **params)
-    full = {k: v for k, v in sub.params.items()}  # every parameter as run, whatever the defaults become
+    full = dict(sub.params)  # every parameter as run, whatever the defaults become
     variants = [None] if medians is None else list(medians)
     scorers = {v: SequenceScorer(score_range=getattr(sub, "score_range", None) if v in (None, 0) else None,
                                  keep_frames=False) for v in variants}
