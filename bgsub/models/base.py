@@ -761,7 +761,20 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         cols = np.arange(W)[None, :]
         scratch = np.zeros((H, W), np.uint8)
         rad = self.params["init_radius"]
-        for b in range(self.params["budget"]):
+        B = self.params["budget"]
+        scales = self._bootstrap_scales(B) if self._can_bootstrap_pixelwise() else None
+        if scales is not None:
+            # the same draws, all at once (offsets, not indices: |offset| <= init_radius fits a byte)
+            dy = np.empty((B - 1, H, W), np.int8)
+            dx = np.empty((B - 1, H, W), np.int8)
+            for b in range(B - 1):
+                dy[b] = rng.integers(-rad, rad + 1, size=(H, W))
+                dx[b] = rng.integers(-rad, rad + 1, size=(H, W))
+            self._bootstrap_pixelwise(img, dy, dx, scales[0], scratch)
+            self.scale_ = scales[1]
+            self.n_steps_ += H * W * B
+            B = 0  # done: no frame below
+        for b in range(B):
             if b == 0:
                 x = self._bootstrap_values(img, None, None)
             else:
@@ -773,6 +786,33 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         self._bootstrap_values(img, None, None)  # the frame's own derived inputs again (its descriptors)
         self._bootstrap_done()
         self.blink_[...] = 0.0  # the bootstrap's decisions are not the stream's
+
+    def _bootstrap_scales(self, steps: int) -> tuple[np.ndarray, float] | None:
+        """The global scale at each of ``steps`` bootstrap steps and after them, as :meth:`_advance_scale`
+        moves it; None when it would renormalise on the way (the frames handle that)."""
+        if self._decay_value is None:
+            self._decay_value = float(self._decay())
+        scale = self.scale_
+        scales = np.empty(steps, np.float64)
+        for b in range(steps):
+            scales[b] = scale
+            scale *= self._decay_value
+            if needs_renormalise(scale):
+                return None
+        return scales, scale
+
+    def _can_bootstrap_pixelwise(self) -> bool:
+        """Whether :meth:`_bootstrap_pixelwise` runs the bootstrap with the current parameters (default: no,
+        it runs frame by frame, :meth:`_bootstrap_step`)."""
+        return False
+
+    def _bootstrap_pixelwise(self, img: np.ndarray, dy: np.ndarray, dx: np.ndarray, scales: np.ndarray,
+                             scratch: np.ndarray) -> None:
+        """Every bootstrap step in one pass, pixel by pixel: step ``b`` of pixel ``(i, j)`` on ``img`` at
+        ``(i + dy[b - 1, i, j], j + dx[b - 1, i, j])`` (clamped; ``b = 0``: its own value) under the global
+        scale ``scales[b]``; the state must end as :meth:`_bootstrap_step` on each of those frames leaves
+        it (only called where :meth:`_can_bootstrap_pixelwise`)."""
+        raise NotImplementedError
 
     def _bootstrap_step(self, x: np.ndarray, scratch: np.ndarray) -> None:
         """One bootstrap step on the values ``x``: by default an ordinary learner step of every pixel."""

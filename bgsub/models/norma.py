@@ -126,6 +126,14 @@ class NORMASubtractor(PixelKernelSubtractor):
         else:
             super()._bootstrap_step(x, scratch)
 
+    def _can_bootstrap_pixelwise(self):
+        return self.params["init_rho"] == "quantile" and not self._texture_on()
+
+    def _bootstrap_pixelwise(self, img, dy, dx, scales, scratch):
+        # the stored coefficients _bootstrap_step pushes, step by step
+        values = np.array([self.params["eta"] / (scale * self._decay()) for scale in scales])
+        fk.push_bootstrap(img, dy, dx, self.samples_, self.coef_, self.ring_, values)
+
     def _bootstrap_done(self):
         # ... and sets each pixel's rho to the nu-quantile of f over its own values
         if self.params["init_rho"] == "quantile":

@@ -260,6 +260,16 @@ class OLKNSubtractor(PixelKernelSubtractor):
                              p["diffuse_radius"], p["seed"], self.n_frames_, self._stepped, self.blink_, self.width_,
                              self.misfit_, *self._width_rule(), *self._texture_args())
 
+    def _can_bootstrap_pixelwise(self):
+        return not self._per_pixel_width() and not self._texture_on()
+
+    def _bootstrap_pixelwise(self, img, dy, dx, scales, scratch):
+        p = self.params
+        fk.olkn_bootstrap(img, dy, dx, self.samples_, self.coef_, self.ring_, self.rho_, scales, self.lut(), p["r"],
+                          p["nu"], p["C"], *self._rho_args()[:5], self._score, scratch, self.blink_,
+                          *self._blink_args())
+        self._cache_valid = False  # the bounded engine's cache was not kept: the next frame sums in full
+
     def _bootstrap_done(self):
         p = self.params
         # the bootstrap's values are not the stream's: the widths start from a static pixel's

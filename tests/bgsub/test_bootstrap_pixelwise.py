@@ -1,0 +1,101 @@
+"""The first-frame bootstrap run pixel by pixel (``_bootstrap_pixelwise``) leaves the state the frame-by-frame
+bootstrap leaves, bit for bit, and so the same masks after it."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import cv2
+import numpy as np
+import pytest
+
+import bgsub
+
+STATE = ("samples_", "coef_", "ring_", "rho_", "blink_", "prev_mask_", "post_mask_")
+
+
+def _stream(T=12, H=29, W=37, grey=False, seed=0):
+    rng = np.random.default_rng(seed)
+    base = rng.integers(30, 220, (H, W, 3)).astype(np.float64)
+    frames = []
+    for t in range(T):
+        fr = base + rng.normal(0, 4, base.shape)
+        fr[3:9, 3:9] += 50 * np.sin(t / 2)  # a dynamic background
+        fr[12:18, (2 * t) % W:(2 * t) % W + 6] = (230, 40, 40)  # an object
+        frames.append(np.clip(fr, 0, 255).astype(np.uint8))
+    frames = np.array(frames)
+    return frames.mean(axis=3).astype(np.uint8) if grey else frames
+
+
+def _run(algo, frames, pixelwise, **params):
+    sub = bgsub.create(algo, **params)
+    if not pixelwise:
+        sub._can_bootstrap_pixelwise = lambda: False  # the frame-by-frame bootstrap
+    masks = [sub.apply(f) for f in frames]
+    return sub, masks
+
+
+def _assert_same(algo, frames, **params):
+    a, ma = _run(algo, frames, False, **params)
+    b, mb = _run(algo, frames, True, **params)
+    assert b._can_bootstrap_pixelwise()
+    for t, (x, y) in enumerate(zip(ma, mb)):
+        np.testing.assert_array_equal(x, y, err_msg=f"frame {t}")
+    for name in STATE:
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert a.scale_ == b.scale_
+    assert a.n_steps_ == b.n_steps_
+
+
+@pytest.mark.parametrize("params", [
+    {},
+    {"score_map": "exact"},
+    {"rho_rule": "paper"},
+    {"rho_rule": "primal"},
+    {"init_rho": "zero", "blink_gain": 0.5, "blink_up": 0.3},
+    {"budget": 7, "init_radius": 16, "seed": 5},
+    {"stabilise": "off", "warmup_frames": 0},
+])
+def test_olkn_pixelwise_bootstrap_is_the_frames(params):
+    _assert_same("olkn", _stream(), **params)
+
+
+@pytest.mark.parametrize("grey", [False, True])
+def test_pixelwise_bootstrap_on_grey_and_colour(grey):
+    _assert_same("olkn", _stream(grey=grey, H=17, W=23))
+    _assert_same("norma", _stream(grey=grey, H=17, W=23))
+
+
+@pytest.mark.parametrize("params", [{}, {"budget": 9, "init_radius": 5, "eta": 0.3}])
+def test_norma_pixelwise_bootstrap_is_the_frames(params):
+    _assert_same("norma", _stream(), **params)
+
+
+def test_frames_where_pixelwise_does_not_apply():
+    # texture and per-pixel widths keep the frame-by-frame bootstrap; so does norma's step bootstrap
+    assert not bgsub.create("olkn", texture=20)._can_bootstrap_pixelwise()
+    assert not bgsub.create("olkn", adapt_width=0.5)._can_bootstrap_pixelwise()
+    assert not bgsub.create("norma", init_rho="steps")._can_bootstrap_pixelwise()
+
+
+def test_a_bootstrap_that_would_renormalise_runs_frame_by_frame():
+    sub = bgsub.create("olkn")
+    sub.apply(_stream(T=1)[0])
+    sub.scale_ = 2e-10  # a few decays from the lower limit
+    sub._decay_value = 0.5
+    assert sub._bootstrap_scales(20) is None
+    sub.scale_ = 1.0
+    scales, last = sub._bootstrap_scales(3)
+    np.testing.assert_array_equal(scales, [1.0, 0.5, 0.25])
+    assert last == 0.125
+
+
+def test_pixelwise_bootstrap_on_real_frames():
+    root = os.environ.get("OLK_DATA_DIR")
+    files = sorted(glob.glob(os.path.join(root or "", "bgs", "cdnet2014", "highway", "input", "*.jpg")))[:8]
+    if not files:
+        pytest.skip("CDnet highway is absent (set OLK_DATA_DIR to the shared data, see README)")
+    frames = [cv2.resize(cv2.imread(f), (160, 120), interpolation=cv2.INTER_AREA) for f in files]
+    _assert_same("olkn", frames)
+    _assert_same("norma", frames)
