@@ -180,6 +180,28 @@ def _bound(x, xr, ref_sum, ref_mass, i, j, scale, slope):
 
 
 @njit(cache=True, inline="always")
+def _row_bounds(frame, ref, ref_sum, ref_mass, i, W, nc, fb, refb, scale, slope, out):
+    """:func:`_bound` of every pixel of row ``i`` into ``out[0]`` (lo) and ``out[1]`` (hi), ahead of the
+    first loop: a loop without branches or stores but these, which the compiler vectorises for colour
+    frames (about 1.15x a whole frame, against the bound computed inside the first loop)."""
+    if nc == 3:
+        for j in range(W):
+            e0 = np.int32(frame[i, j, 0]) - np.int32(ref[i, j, 0])
+            e1 = np.int32(frame[i, j, 1]) - np.int32(ref[i, j, 1])
+            e2 = np.int32(frame[i, j, 2]) - np.int32(ref[i, j, 2])
+            f = scale * np.float64(ref_sum[i, j])
+            distance = np.sqrt(np.float64(e0 * e0 + e1 * e1 + e2 * e2))
+            beta = scale * np.float64(ref_mass[i, j]) * (slope * distance + BOUND_SLACK)
+            out[0, j] = f - beta
+            out[1, j] = f + beta
+    else:
+        for j in range(W):
+            p = i * W + j
+            out[0, j], out[1, j] = _bound(_vec(frame, fb, p, nc), _vec(ref, refb, p, nc), ref_sum, ref_mass, i, j,
+                                          scale, slope)
+
+
+@njit(cache=True, inline="always")
 def _decide(f, lo, hi, rho0, level, out_level, rho, blink, prev, post, i, j, gain, up, down, score, mask, quantile,
             rho_eta, rho_nu, rho_lo, rho_hi):
     """The decisions of a pixel whose ``f`` lies in ``[lo, hi]``, on one side of ``level`` and of
@@ -241,6 +263,8 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
     period = REFRESH_PERIOD - 1
     quantile = rho_rule == RHO_QUANTILE
     for i in prange(H):
+        bounds = np.empty((2, W))
+        _row_bounds(frame, ref, ref_sum, ref_mass, i, W, nc, fb, refb, scale, slope, bounds)
         # first loop: everything the bounds decide
         n_todo = 0
         for j in range(W):
@@ -252,8 +276,8 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
             rho0 = rho[i, j]
             level = 1.0 + rho0
             out_level = _level(level, blink, i, j, gain)
-            lo, hi = _bound(_vec(frame, fb, p, nc), _vec(ref, refb, p, nc), ref_sum, ref_mass, i, j, scale,
-                            slope)
+            lo = bounds[0, j]
+            hi = bounds[1, j]
             if not ((hi < level or lo >= level) and (hi < out_level or lo >= out_level)):
                 todo[i, n_todo] = j | _EXACT
                 n_todo += 1
