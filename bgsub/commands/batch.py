@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import contextlib
 import fnmatch
 import json
 import math
@@ -44,6 +45,7 @@ import os
 import queue as _queue
 import signal
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -564,13 +566,14 @@ def _run_locked(jobs, in_dir, out_dir, run_id, *, algo, params, workers, threads
         print(f"removed {stale} unfinished outputs of an interrupted run", file=log)
     interrupted = False
     t0 = time.perf_counter()
-    if todo and scheduler:
-        job_args = (algo, params, options, threads)
-        interrupted = cluster.run_jobs(scheduler, todo, process_job, job_args, manifest, security=security,
-                                       progress=progress, log=log)
-        run_record["workers"] = manifest.data.get("cluster_workers")
-    elif todo:
-        interrupted = _run_pool(todo, manifest, algo, params, n_workers, n_threads, options, progress, log)
+    with _ctrl_c_interrupts():
+        if todo and scheduler:
+            job_args = (algo, params, options, threads)
+            interrupted = cluster.run_jobs(scheduler, todo, process_job, job_args, manifest, security=security,
+                                           progress=progress, log=log)
+            run_record["workers"] = manifest.data.get("cluster_workers")
+        elif todo:
+            interrupted = _run_pool(todo, manifest, algo, params, n_workers, n_threads, options, progress, log)
     seconds = time.perf_counter() - t0
     frames = sum(int(manifest.items[j.key].get("frames") or 0) for j in todo
                  if manifest.items[j.key].get("status") == "done")
@@ -623,6 +626,22 @@ def _differences(old: dict, new: dict) -> str:
     show = lambda v: "none" if v is None else v  # noqa: E731
     return "; ".join(f"{k} {show(a.get(k))} there, {show(b.get(k))} now"
                      for k in list(dict.fromkeys([*a, *b])) if a.get(k) != b.get(k))
+
+
+@contextlib.contextmanager
+def _ctrl_c_interrupts():
+    """Within: Ctrl-C (SIGINT) raises KeyboardInterrupt, which stops the workers and records what finished, even
+    in a process that started with SIGINT ignored (as a shell starts a command a script put in the background);
+    ``bgsub run`` takes Ctrl-C the same way (:meth:`bgsub.pipeline.Pipeline.run`). The handler before is put back
+    after."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _pool_context():
