@@ -23,7 +23,7 @@ This module imports only numpy, numba and the learners' jitted core.
 import numpy as np
 from numba import njit, prange
 
-from bgsub.models._frame_kernels import _expansion_layout, _mat, _selected, _vec
+from bgsub.models._frame_kernels import _bootstrap_source, _expansion_layout, _mat, _selected, _vec
 from learners.kernels import GAUSSIAN
 from learners.svmd_steps import EPS, NOVELTY, STATE_SIZE, svmd_loss_update, svmd_predict
 
@@ -70,3 +70,37 @@ def svmd_frame(frame, samples, alpha, beta, ring, state, offset, kappa, params, 
                                  of, params, work)
                 n += 1
         stepped[i] = n
+
+
+@njit(cache=True, parallel=True, fastmath=False, nogil=True)
+def svmd_bootstrap(frame, dy, dx, samples, alpha, beta, ring, state, offset, kappa, params, width, steps, score,
+                   mask):
+    """The first-frame bootstrap pixel by pixel: ``steps`` SVMD steps of every pixel, step ``b`` on the value at
+    :func:`bgsub.models._frame_kernels._bootstrap_source`; the same as ``steps`` calls of :func:`svmd_frame` on
+    the frames of those values with every pixel selected, bit for bit (the same calls in the same order for
+    each pixel), with its state in cache through its steps."""
+    H, W, B, nc, fb, sb, ab, rb = _expansion_layout(frame, samples, alpha, ring)
+    bb = beta.ctypes.data
+    tb = state.ctypes.data
+    ob = offset.ctypes.data
+    for i in prange(H):
+        krow = np.empty(B)
+        f_raw = np.empty(1)
+        v_raw = np.empty(1)
+        work = np.empty((4, 1))
+        for j in range(W):
+            p = i * W + j
+            sv = _mat(samples, sb, p, B, nc)
+            al = _mat(alpha, ab, p, B, 1)
+            be = _mat(beta, bb, p, B, 1)
+            rg = _vec(ring, rb, p, 2)
+            st = _vec(state, tb, p, STATE_SIZE)
+            of = _mat(offset, ob, p, 3, 1)
+            for b in range(steps):
+                x = _vec(frame, fb, _bootstrap_source(dy, dx, b, i, j, H, W), nc)
+                svmd_predict(x, sv, al, be, rg, kappa, GAUSSIAN, width, 0.0, 0.0, krow, f_raw, v_raw, work[3])
+                sc = st[EPS] - f_raw[0]
+                score[i, j] = sc
+                mask[i, j] = 255 if sc > 0.0 else 0
+                svmd_loss_update(NOVELTY, x, 0.0, kappa, krow, 1.0, f_raw, v_raw, f_raw, sv, al, be, rg, kappa, st,
+                                 of, params, work)

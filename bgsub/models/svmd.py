@@ -135,6 +135,14 @@ class SVMDSubtractor(PixelKernelSubtractor):
                                np.eye(1), self._svmd_params(), self.params["width"], p_bg, p_fg,
                                self.params["seed"], self.n_frames_, external, self._score, mask_out, self._stepped)
 
+    def _can_bootstrap_pixelwise(self):
+        return True
+
+    def _bootstrap_pixelwise(self, img, dy, dx, scales, scratch):
+        _svmd_frame.svmd_bootstrap(img, dy, dx, self.samples_, self.alpha_, self.beta_, self.ring_, self.state_,
+                                   self.offset_, np.eye(1), self._svmd_params(), self.params["width"], len(scales),
+                                   self._score, scratch)
+
     # Neighbour diffusion (p_diff, nbr_mask) is not implemented for svmd: a pixel learns only its own values.
     def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
         self._run(img, p_bg, p_fg, np.zeros((0, 0), np.uint8), mask_out)

@@ -72,6 +72,22 @@ def test_norma_pixelwise_bootstrap_is_the_frames(params):
     _assert_same("norma", _stream(), **params)
 
 
+def _assert_same_svmd(frames, **params):
+    a, ma = _run("svmd", frames, False, **params)
+    b, mb = _run("svmd", frames, True, **params)
+    for t, (x, y) in enumerate(zip(ma, mb)):
+        np.testing.assert_array_equal(x, y, err_msg=f"frame {t}")
+    for name in ("samples_", "alpha_", "beta_", "ring_", "state_", "offset_", "prev_mask_"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert a.n_steps_ == b.n_steps_
+
+
+@pytest.mark.parametrize("grey", [False, True])
+def test_svmd_pixelwise_bootstrap_is_the_frames(grey):
+    _assert_same_svmd(_stream(T=6, grey=grey, H=13, W=19))
+    _assert_same_svmd(_stream(T=4, grey=grey, H=11, W=9), budget=6, init_radius=4, seed=2)
+
+
 def test_frames_where_pixelwise_does_not_apply():
     # texture and per-pixel widths keep the frame-by-frame bootstrap; so does norma's step bootstrap
     assert not bgsub.create("olkn", texture=20)._can_bootstrap_pixelwise()
