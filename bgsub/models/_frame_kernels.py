@@ -565,8 +565,8 @@ def olkn_bootstrap(frame, dy, dx, samples, coef, ring, rho, scales, lut, r, nu, 
     every pixel selected, no diffusion, ``mask`` as both the raw mask written and the previous one read,
     and the scale advanced between calls (the scales must not cross a renormalisation): the same
     arithmetic in the same order for each pixel, so the same bits. Run pixel by pixel, each pixel's
-    state stays in cache through its steps instead of being read from memory once per step (a third of
-    the time of a 1920x1080 bootstrap), and no frame of neighbour values is gathered. No per-pixel
+    state stays in cache through its steps instead of being read from memory once per step, and no
+    frame of neighbour values is gathered (a 1920x1080 bootstrap: 1.4 s instead of 2.4 s). No per-pixel
     kernel widths, no texture (the driver runs the frames there).
     """
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
