@@ -736,11 +736,14 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
             if cv2.countNonZero(self._rawmask) > frac * self._rawmask.size:
                 self.relearn_left_ = self.params["relearn_frames"]
 
-    def _advance_scale(self) -> None:
-        # the decay only changes with the parameters: computed once per parameter set
+    def _decay_factor(self) -> float:
+        """:meth:`_decay` as a float, computed once per parameter set (it changes only with them)."""
         if self._decay_value is None:
             self._decay_value = float(self._decay())
-        self.scale_ *= self._decay_value
+        return self._decay_value
+
+    def _advance_scale(self) -> None:
+        self.scale_ *= self._decay_factor()
         if needs_renormalise(self.scale_):
             fk.renormalise(self.coef_, self.scale_)
             self._on_renormalise(self.scale_)
@@ -757,8 +760,6 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         """
         H, W = img.shape[:2]
         rng = np.random.default_rng(self.params["seed"])
-        rows = np.arange(H)[:, None]
-        cols = np.arange(W)[None, :]
         scratch = np.zeros((H, W), np.uint8)
         rad = self.params["init_radius"]
         B = self.params["budget"]
@@ -773,16 +774,18 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
             self._bootstrap_pixelwise(img, dy, dx, scales[0], scratch)
             self.scale_ = scales[1]
             self.n_steps_ += H * W * B
-            B = 0  # done: no frame below
-        for b in range(B):
-            if b == 0:
-                x = self._bootstrap_values(img, None, None)
-            else:
-                yy = np.clip(rows + rng.integers(-rad, rad + 1, size=(H, W)), 0, H - 1)
-                xx = np.clip(cols + rng.integers(-rad, rad + 1, size=(H, W)), 0, W - 1)
-                x = self._bootstrap_values(img, yy, xx)
-            self._bootstrap_step(x, scratch)
-            self._advance_scale()
+        else:
+            rows = np.arange(H)[:, None]
+            cols = np.arange(W)[None, :]
+            for b in range(B):
+                if b == 0:
+                    x = self._bootstrap_values(img, None, None)
+                else:
+                    yy = np.clip(rows + rng.integers(-rad, rad + 1, size=(H, W)), 0, H - 1)
+                    xx = np.clip(cols + rng.integers(-rad, rad + 1, size=(H, W)), 0, W - 1)
+                    x = self._bootstrap_values(img, yy, xx)
+                self._bootstrap_step(x, scratch)
+                self._advance_scale()
         self._bootstrap_values(img, None, None)  # the frame's own derived inputs again (its descriptors)
         self._bootstrap_done()
         self.blink_[...] = 0.0  # the bootstrap's decisions are not the stream's
@@ -790,13 +793,11 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
     def _bootstrap_scales(self, steps: int) -> tuple[np.ndarray, float] | None:
         """The global scale at each of ``steps`` bootstrap steps and after them, as :meth:`_advance_scale`
         moves it; None when it would renormalise on the way (the frames handle that)."""
-        if self._decay_value is None:
-            self._decay_value = float(self._decay())
         scale = self.scale_
         scales = np.empty(steps, np.float64)
         for b in range(steps):
             scales[b] = scale
-            scale *= self._decay_value
+            scale *= self._decay_factor()
             if needs_renormalise(scale):
                 return None
         return scales, scale

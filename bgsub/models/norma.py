@@ -120,8 +120,8 @@ class NORMASubtractor(PixelKernelSubtractor):
         # nu-NORMA's own rule adds a term only when f < rho, so from rho = 0 it would keep
         # one or two of the B values: the bootstrap stores every value with coefficient eta
         if self.params["init_rho"] == "quantile":
-            fk.push_frame(x, self.samples_, self.coef_, self.ring_,
-                          self.params["eta"] / (self.scale_ * self._decay()), *self._texture_args())
+            fk.push_frame(x, self.samples_, self.coef_, self.ring_, self._bootstrap_coef(self.scale_),
+                          *self._texture_args())
             self.n_steps_ += x.shape[0] * x.shape[1]
         else:
             super()._bootstrap_step(x, scratch)
@@ -130,9 +130,13 @@ class NORMASubtractor(PixelKernelSubtractor):
         return self.params["init_rho"] == "quantile" and not self._texture_on()
 
     def _bootstrap_pixelwise(self, img, dy, dx, scales, scratch):
-        # the stored coefficients _bootstrap_step pushes, step by step
-        values = np.array([self.params["eta"] / (scale * self._decay()) for scale in scales])
+        values = np.array([self._bootstrap_coef(scale) for scale in scales])
         fk.push_bootstrap(img, dy, dx, self.samples_, self.coef_, self.ring_, values)
+
+    def _bootstrap_coef(self, scale):
+        """The stored coefficient of a bootstrap value pushed under the global scale ``scale``: ``eta`` once the
+        step's decay has applied."""
+        return self.params["eta"] / (scale * self._decay())
 
     def _bootstrap_done(self):
         # ... and sets each pixel's rho to the nu-quantile of f over its own values
