@@ -47,8 +47,8 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from bgsub.models._frame_kernels import (_adaptive_prob, _diffusion_source, _emit, _expansion_layout, _level,
-                                         _mat, _olk_n_update, _selected, _vec)
+from bgsub.models._frame_kernels import (_adaptive_prob, _diffusion_source, _emit, _expansion_layout,
+                                         _expansion_views, _level, _olk_n_update, _selected, _vec)
 from learners.expansion import expansion_sum
 from learners.kernels import GAUSSIAN_LUT, int_squared_distance, lut_value
 from learners.steps import RHO_QUANTILE, olk_n_quantile_rho
@@ -307,9 +307,7 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
             p = i * W + j
             x = _vec(frame, fb, p, nc)
             xr = _vec(ref, refb, p, nc)
-            sv = _mat(samples, sb, p, B, nc)
-            cf = _vec(coef, cb, p, B)
-            rg = _vec(ring, rb, p, 2)
+            sv, cf, rg = _expansion_views(samples, coef, ring, sb, cb, rb, p, B, nc)
             rho0 = rho[i, j]
             oldest = 0.0
             if todo[i, k] & _EXACT:

@@ -98,6 +98,13 @@ def _expansion_layout(frame, samples, coef, ring):
 
 
 @njit(cache=True, inline="always")
+def _expansion_views(samples, coef, ring, sb, cb, rb, p, B, nc):
+    """Pixel ``p``'s expansion as reference-count-free views ``(sv, cf, rg)``: samples (B, C), coefficients (B,)
+    and ring ``[start, count]``; ``sb, cb, rb`` from :func:`_expansion_layout`."""
+    return _mat(samples, sb, p, B, nc), _vec(coef, cb, p, B), _vec(ring, rb, p, 2)
+
+
+@njit(cache=True, inline="always")
 def _hash24(seed, frame_no, index):
     """A uniform 24-bit integer from ``(seed, frame_no, index)`` (splitmix64 finaliser)."""
     z = (np.uint64(seed) + np.uint64(frame_no) * np.uint64(0x9E3779B97F4A7C15)
@@ -167,9 +174,7 @@ def _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale,
     """Pixel ``p``'s value ``x``, its expansion's views ``sv, cf, rg``, ``f = f_t(x)`` and the true share
     of the term a full buffer evicts (kernel ``kind, sw`` from :func:`_kernel`, ``texture``: :func:`_sum_at`)."""
     x = _vec(frame, fb, p, nc)
-    sv = _mat(samples, sb, p, B, nc)
-    cf = _vec(coef, cb, p, B)
-    rg = _vec(ring, rb, p, 2)
+    sv, cf, rg = _expansion_views(samples, coef, ring, sb, cb, rb, p, B, nc)
     total, oldest = _sum_at(x, sv, cf, rg, kind, sw, lut, texture, p, p)
     return x, sv, cf, rg, scale * total, scale * oldest
 
@@ -574,9 +579,7 @@ def olkn_bootstrap(frame, dy, dx, samples, coef, ring, rho, scales, lut, r, nu, 
     for i in prange(H):
         for j in range(W):
             p = i * W + j
-            sv = _mat(samples, sb, p, B, nc)
-            cf = _vec(coef, cb, p, B)
-            rg = _vec(ring, rb, p, 2)
+            sv, cf, rg = _expansion_views(samples, coef, ring, sb, cb, rb, p, B, nc)
             for b in range(steps):
                 scale = scales[b]
                 x = _vec(frame, fb, _bootstrap_source(dy, dx, b, i, j, H, W), nc)
@@ -612,9 +615,7 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho
         for j in range(W):
             p = i * W + j
             rho0 = rho[i, j]
-            sv = _mat(samples, sb, p, B, nc)
-            cf = _vec(coef, cb, p, B)
-            rg = _vec(ring, rb, p, 2)
+            sv, cf, rg = _expansion_views(samples, coef, ring, sb, cb, rb, p, B, nc)
             kind, sw = _kernel(per_pixel, widths, i, j)
             if per_pixel:
                 _track_width(1.0 + rho0 - f_in[i, j] > 0.0, _vec(frame, fb, p, nc), sv, rg, lut, misfit, widths,
@@ -643,9 +644,7 @@ def norma_update_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu
         n = 0
         for j in range(W):
             p = i * W + j
-            sv = _mat(samples, sb, p, B, nc)
-            cf = _vec(coef, cb, p, B)
-            rg = _vec(ring, rb, p, 2)
+            sv, cf, rg = _expansion_views(samples, coef, ring, sb, cb, rb, p, B, nc)
             sel = _selected(mask[i, j] != 0, 1 if rg[1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p)
             done, new_rho = _norma_step(sel, _vec(frame, fb, p, nc), f_in[i, j], frame, fb, nc, mask, i, j, p, sv, cf,
                                         rg, lut, scale, eta, lam, nu, rho[i, j], p_diff, radius, seed, frame_no,
@@ -678,9 +677,7 @@ def push_bootstrap(frame, dy, dx, samples, coef, ring, values):
     for i in prange(H):
         for j in range(W):
             p = i * W + j
-            sv = _mat(samples, sb, p, B, nc)
-            cf = _vec(coef, cb, p, B)
-            rg = _vec(ring, rb, p, 2)
+            sv, cf, rg = _expansion_views(samples, coef, ring, sb, cb, rb, p, B, nc)
             for b in range(values.shape[0]):
                 expansion_push(_vec(frame, fb, _bootstrap_source(dy, dx, b, i, j, H, W), nc), values[b], sv, cf, rg)
 
@@ -713,9 +710,7 @@ def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho, per
             count = ring[i, j, 1]
             if count == 0:
                 continue
-            sv = _mat(samples, sb, p, B, nc)
-            cf = _vec(coef, cb, p, B)
-            rg = _vec(ring, rb, p, 2)
+            sv, cf, rg = _expansion_views(samples, coef, ring, sb, cb, rb, p, B, nc)
             kind, sw = _kernel(per_pixel, widths, i, j)
             for a in range(count):
                 slot = rg[0] + a

@@ -28,6 +28,22 @@ from learners.kernels import GAUSSIAN
 from learners.svmd_steps import EPS, NOVELTY, STATE_SIZE, svmd_loss_update, svmd_predict
 
 
+@njit(cache=True, inline="always")
+def _svmd_views(samples, alpha, beta, ring, state, offset, p, B, nc):
+    """Pixel ``p``'s learner as reference-count-free views ``(sv, al, be, rg, st, of)``: samples, the
+    coefficients of f and of v, ring, SMD state and offset slots."""
+    return (_mat(samples, samples.ctypes.data, p, B, nc), _mat(alpha, alpha.ctypes.data, p, B, 1),
+            _mat(beta, beta.ctypes.data, p, B, 1), _vec(ring, ring.ctypes.data, p, 2),
+            _vec(state, state.ctypes.data, p, STATE_SIZE), _mat(offset, offset.ctypes.data, p, 3, 1))
+
+
+@njit(cache=True, inline="always")
+def _svmd_scratch(B):
+    """One row's scratch for :func:`learners.svmd_steps.svmd_predict` and ``svmd_loss_update``: the kernel row,
+    f, v and the work rows."""
+    return np.empty(B), np.empty(1), np.empty(1), np.empty((4, 1))
+
+
 @njit(cache=True, parallel=True, fastmath=False, nogil=True)
 def svmd_frame(frame, samples, alpha, beta, ring, state, offset, kappa, params, width, p_bg, p_fg, seed, frame_no,
                external, score, mask, stepped):
@@ -37,26 +53,15 @@ def svmd_frame(frame, samples, alpha, beta, ring, state, offset, kappa, params, 
     (``update_mask="post"``) instead of the raw one; ``score``/``mask`` are then
     left as the scoring pass wrote them.
     """
-    H, W, B, nc, fb, sb, ab, rb = _expansion_layout(frame, samples, alpha, ring)
+    H, W, B, nc, fb, _, _, _ = _expansion_layout(frame, samples, alpha, ring)
     use_external = external.shape[0] == H
-    bb = beta.ctypes.data
-    tb = state.ctypes.data
-    ob = offset.ctypes.data
     for i in prange(H):
-        krow = np.empty(B)
-        f_raw = np.empty(1)
-        v_raw = np.empty(1)
-        work = np.empty((4, 1))
+        krow, f_raw, v_raw, work = _svmd_scratch(B)
         n = 0
         for j in range(W):
             p = i * W + j
             x = _vec(frame, fb, p, nc)
-            sv = _mat(samples, sb, p, B, nc)
-            al = _mat(alpha, ab, p, B, 1)
-            be = _mat(beta, bb, p, B, 1)
-            rg = _vec(ring, rb, p, 2)
-            st = _vec(state, tb, p, STATE_SIZE)
-            of = _mat(offset, ob, p, 3, 1)
+            sv, al, be, rg, st, of = _svmd_views(samples, alpha, beta, ring, state, offset, p, B, nc)
             svmd_predict(x, sv, al, be, rg, kappa, GAUSSIAN, width, 0.0, 0.0, krow, f_raw, v_raw, work[3])
             sc = st[EPS] - f_raw[0]
             if use_external:
@@ -79,23 +84,11 @@ def svmd_bootstrap(frame, dy, dx, samples, alpha, beta, ring, state, offset, kap
     :func:`bgsub.models._frame_kernels._bootstrap_source`; the same as ``steps`` calls of :func:`svmd_frame` on
     the frames of those values with every pixel selected, bit for bit (the same calls in the same order for
     each pixel), with its state in cache through its steps."""
-    H, W, B, nc, fb, sb, ab, rb = _expansion_layout(frame, samples, alpha, ring)
-    bb = beta.ctypes.data
-    tb = state.ctypes.data
-    ob = offset.ctypes.data
+    H, W, B, nc, fb, _, _, _ = _expansion_layout(frame, samples, alpha, ring)
     for i in prange(H):
-        krow = np.empty(B)
-        f_raw = np.empty(1)
-        v_raw = np.empty(1)
-        work = np.empty((4, 1))
+        krow, f_raw, v_raw, work = _svmd_scratch(B)
         for j in range(W):
-            p = i * W + j
-            sv = _mat(samples, sb, p, B, nc)
-            al = _mat(alpha, ab, p, B, 1)
-            be = _mat(beta, bb, p, B, 1)
-            rg = _vec(ring, rb, p, 2)
-            st = _vec(state, tb, p, STATE_SIZE)
-            of = _mat(offset, ob, p, 3, 1)
+            sv, al, be, rg, st, of = _svmd_views(samples, alpha, beta, ring, state, offset, i * W + j, B, nc)
             for b in range(steps):
                 x = _vec(frame, fb, _bootstrap_source(dy, dx, b, i, j, H, W), nc)
                 svmd_predict(x, sv, al, be, rg, kappa, GAUSSIAN, width, 0.0, 0.0, krow, f_raw, v_raw, work[3])
