@@ -15,7 +15,10 @@ state arrays (allocated by ``_allocate``) and ``_STATE_SCALARS`` the scalar
 state; a subclass with more state lists it there. A class whose state layout
 changed sets ``_STATE_LAYOUT`` (an int, 1 when absent); a checkpoint saved with
 another layout is refused with a clear message, unless the class converts it with
-``_upgrade_checkpoint(layout, params, arrays) -> (params, arrays)`` (None: cannot). OpenCV's subtractors (``knn``,
+``_upgrade_checkpoint(layout, params, arrays) -> (params, arrays)`` (None: cannot). A parameter that joined
+without changing the state layout is listed in the class's ``_ADDED_PARAMS`` with the value that behaves as
+the versions before it, which a checkpoint that lacks it continues with; a scalar that joined the state so is
+listed in ``_ADDED_SCALARS`` and continues from its initial value. OpenCV's subtractors (``knn``,
 ``mog2``) keep their model inside OpenCV and cannot be saved.
 """
 
@@ -111,15 +114,21 @@ def load(path: str | os.PathLike, algorithm: str | None = None):
     if algo not in algorithms():
         raise CheckpointError(f"{path} holds a model of {algo!r}, which this version does not know; "
                               f"known algorithms: {', '.join(algorithms())}")
+    params = dict(meta["params"])
     try:
-        sub = create(algo, **meta["params"])
+        sub = create(algo, **params)
+        # parameters that joined after the file was written: the value that behaves as that version did
+        added = {k: v for k, v in getattr(type(sub), "_ADDED_PARAMS", {}).items() if k not in params}
+        if added:
+            params.update(added)
+            sub = create(algo, **params)
     except (TypeError, ValueError) as exc:
         raise CheckpointError(f"{path}: its parameters are not valid for {algo}: {exc}") from None
     array_names, scalar_names = _state_names(type(sub))
     layout, saved_layout = getattr(type(sub), "_STATE_LAYOUT", 1), meta.get("state_layout", 1)
     if saved_layout != layout:
         upgrade = getattr(type(sub), "_upgrade_checkpoint", None)
-        upgraded = upgrade(saved_layout, dict(meta["params"]), dict(arrays)) if upgrade is not None else None
+        upgraded = upgrade(saved_layout, dict(params), dict(arrays)) if upgrade is not None else None
         if upgraded is None:
             raise CheckpointError(f"{path} holds a model of {algo} in state layout {saved_layout}, from another "
                                   f"version; this version uses layout {layout} and cannot continue it: "
@@ -153,8 +162,8 @@ def load(path: str | os.PathLike, algorithm: str | None = None):
     scalars = meta.get("scalars", {})
     for name in scalar_names:
         if name not in scalars:
-            if saved_layout != layout:  # a value that joined the state after that layout: its initial value
-                continue
+            if saved_layout != layout or name in getattr(type(sub), "_ADDED_SCALARS", ()):
+                continue  # a value that joined the state after that file was written: its initial value
             raise CheckpointError(f"{path} lacks the state value {name!r} of {algo}")
         current = getattr(sub, name, None)
         setattr(sub, name, scalars[name] if current is None else type(current)(scalars[name]))

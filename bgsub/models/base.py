@@ -21,7 +21,7 @@ import numpy as np
 from bgsub.augment import translate
 from bgsub.checkpoint import Checkpointable
 from bgsub.models import _frame_kernels as fk
-from bgsub.models import _texture
+from bgsub.models import _illumination, _texture
 from bgsub.models._registration import ShiftEstimator
 from bgsub.registry import ParamSpec
 from learners.expansion import needs_renormalise
@@ -75,6 +75,11 @@ COMMON_PARAMS = (
     ParamSpec("relearn_fraction", float, 0.0,
               "sudden global change: when more than this fraction of a frame is raw foreground, every pixel "
               "steps for relearn_frames frames (0: off)", "", 0.0, 1.0),
+    ParamSpec("illumination", str, "off",
+              "global illumination compensation: 'gain' divides each frame by its gain against the model (the "
+              "median frame-to-background ratio over a grid of pixels the previous frame classified background), "
+              "so a light switched on or an exposure change does not flood the mask; 'off' leaves frames as they "
+              "are", "", choices=("off", "gain")),
     ParamSpec("warmup_frames", int, 0,
               "after the first frame, every pixel classified background steps in each of this many frames (as "
               "update_prob 1), so a short clip's model learns its background's motion quickly (0: off)", "frames",
@@ -308,6 +313,9 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         Pixel steps taken since the last reset (one per pixel per update).
     relearn_left_ : int
         Frames of forced learning left after a sudden global change.
+    gain_ : float
+        Global gain of the last frame against the model (``illumination="gain"``; 1.0 while off): the last
+        estimate that counted. Frames are divided by it when it differs from 1 by more than 0.003.
     """
 
     _SPECS: tuple[ParamSpec, ...] = ()
@@ -315,7 +323,14 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
     #: State saved by :meth:`save` (see :mod:`bgsub.checkpoint`): every per-pixel state array, and scalars.
     _STATE_ARRAYS: tuple[str, ...] = ("samples_", "coef_", "ring_", "rho_", "prev_mask_", "blink_", "post_mask_",
                                       "stabilise_reference_")
-    _STATE_SCALARS: tuple[str, ...] = ("scale_", "n_frames_", "n_steps_", "relearn_left_", "stabilise_saturated_")
+    _STATE_SCALARS: tuple[str, ...] = ("scale_", "n_frames_", "n_steps_", "relearn_left_", "stabilise_saturated_",
+                                       "gain_")
+    #: Scalars that joined the state after checkpoints of the current layout were first written: a checkpoint
+    #: without one continues from its initial value.
+    _ADDED_SCALARS: tuple[str, ...] = ("gain_",)
+    #: Parameters that joined after checkpoints of the current layout were first written, with the value that
+    #: behaves as the versions before them (a checkpoint without the parameter continues with it).
+    _ADDED_PARAMS: dict[str, Any] = {"illumination": "off"}
     #: 2: ``blink_`` and ``post_mask_`` (the blink feedback) joined the state; 3: the stabiliser's reference
     #: and counter.
     _STATE_LAYOUT = 3
@@ -416,6 +431,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         self._registrar = None  # (stabilise, stabilise_max, its shift estimator or phase window)
         self.stabilise_saturated_ = 0
         self._shift = (0, 0)
+        self.gain_ = 1.0
         self.texture_ = None
         self._descriptors = self._frame_descriptors = None
         self._patterns = self._frame_patterns = None
@@ -439,6 +455,8 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         self.blink_ = np.zeros((H, W), dtype=np.float32)
         self.post_mask_ = np.zeros((H, W), dtype=np.uint8)
         self._stepped = np.zeros(H, dtype=np.int64)
+        n = _illumination.grid_size(H, W)
+        self._gain_scratch = (np.empty(n, dtype=np.float64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.float64))
         self._mask = self._rawmask
         if self._texture_on():
             self.texture_ = np.zeros((H, W, B, C), dtype=np.uint16)
@@ -544,7 +562,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
             255 foreground, 0 background (after post-processing).
         """
         lr = self._check_learning_rate(learningRate)
-        img = self._stabilise(self._prepare(image))
+        img = self._compensate_illumination(self._stabilise(self._prepare(image)))
         self._check_fgmask(fgmask, self.input_shape_)
         self._img = img
         self._describe(img)
@@ -721,6 +739,23 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
             return img
         self._shift = (dx, dy)
         return np.ascontiguousarray(translate(img, -dx, -dy, cv2.BORDER_REPLICATE, 0).reshape(img.shape))
+
+    def _compensate_illumination(self, img: np.ndarray) -> np.ndarray:
+        """``img`` divided by its global gain against the model (``illumination="gain"``,
+        :mod:`bgsub.models._illumination`); sets ``gain_``."""
+        if self.params["illumination"] == "off" or self.samples_ is None or self.n_frames_ == 0:
+            self.gain_ = 1.0
+            return img
+        # the previous frame's raw mask as the model learnt from it (saved state: a resumed model gets the same)
+        g = _illumination.estimate_gain(img, self.samples_, self.coef_, self.ring_, self.prev_mask_,
+                                        self._gain_scratch)
+        if g is not None:
+            self.gain_ = g
+        else:  # the grid did not tell: the last gain that counted, let go towards 1
+            self.gain_ = 1.0 + (self.gain_ - 1.0) * (1.0 - _illumination.RELEASE)
+        if abs(self.gain_ - 1.0) <= _illumination.DEADBAND:
+            return img
+        return cv2.convertScaleAbs(img, alpha=1.0 / self.gain_).reshape(img.shape)
 
     def _unshift(self, a: np.ndarray, fill: float) -> np.ndarray:
         """``a`` (model coordinates) moved back to the input frame's coordinates."""
