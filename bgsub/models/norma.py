@@ -37,13 +37,13 @@ NORMA_PARAMS = (
     *TEXTURE_PARAMS,
 ) + with_defaults(FEEDBACK_PARAMS, blink_gain=0.5) + with_defaults(COMMON_PARAMS, update_prob=1.0,
                                                                      fg_update_prob=0.05, update_mask="post",
-                                                                     stabilise="match")
+                                                                     stabilise="match", illumination="gain")
 
 NORMA_PRESETS = {
     "paper": {"width": 10.0, "eta": 0.001, "lam": 0.0001, "nu": 0.1, "budget": 20, "color": "bgr",
               "blur": 0.0, "init": "empty", "update_prob": 1.0, "fg_update_prob": 1.0, "update_mask": "raw",
               "median": 0, "open": 0, "close": 0, "min_area": 0, "init_radius": 1, "init_rho": "steps",
-              "blink_gain": 0.0, "stabilise": "off"},
+              "blink_gain": 0.0, "stabilise": "off", "illumination": "off"},
 }
 
 
