@@ -14,12 +14,16 @@ dark or too close to saturation to carry a ratio are left out (:data:`DARK`,
 :data:`BRIGHT`). The median ignores foreground that the previous mask missed, as
 long as it covers less than half of the grid's background pixels.
 
-An estimate counts only when the frame's parts agree: cut into 3 x 3 blocks, at
-least two thirds of the blocks (with enough ratios) must have their own median
-within 5 % of the frame's. A global change is global, while leaves in front of
-the camera or a person close to it, which the previous mask could not see, move
-the blocks they cover and not the others. A frame whose blocks do not agree keeps
-the last gain that counted.
+An estimate counts only when the frame agrees on it (:func:`agreed_median`): at
+least 35 % of the ratios lie within 8 % of the median (a global change moves the
+background's pixels together, up to the sensor noise, while leaves all over the
+frame split the ratios into two groups with the median between them), and, the
+frame cut into 3 x 3 blocks, at least two thirds of the blocks with enough ratios
+have their own median within 5 % of the frame's (a global change is global, while
+an object close to the camera that the previous mask could not see moves the
+blocks it covers and not the others). A frame without an estimate that counts
+keeps the last one, moved a fifth of the way back to 1 (:data:`RELEASE`), so that
+a wrong estimate does not stay.
 
 The model learns the compensated frames, so the gain is always the current
 frame's illumination relative to what the model has learnt: nothing integrates,
@@ -48,22 +52,22 @@ MIN_GAIN = 0.5
 MAX_GAIN = 2.0
 #: Gains within this of 1 are not applied (no resampling of the frame for a change below a grey level).
 DEADBAND = 0.003
-#: The frame is cut into ``BLOCKS x BLOCKS`` blocks; an estimate counts only when the median ratio of at least
-#: ``QUORUM`` of the blocks with ``MIN_BLOCK_POINTS`` ratios or more lies within ``AGREEMENT`` (relative) of the
-#: frame's median: a global change is global, while an object the previous mask did not see (leaves in front of
-#: the camera, a person close to it) moves the blocks it covers and not the others.
+#: An estimate counts only when at least ``CLUSTER`` of the ratios lie within ``CLUSTER_WIDTH`` (relative) of their
+#: median: a global change moves the background's pixels together (up to the sensor noise), while leaves all over
+#: the frame split the ratios into two groups with the median between them ...
+CLUSTER = 0.35
+CLUSTER_WIDTH = 0.08
+#: ... and, the frame cut into ``BLOCKS x BLOCKS`` blocks, when the median ratio of at least ``QUORUM`` of the
+#: blocks with ``MIN_BLOCK_POINTS`` ratios or more lies within ``AGREEMENT`` (relative) of the frame's median: a
+#: global change is global, while an object the previous mask did not see (a person close to the camera) moves the
+#: blocks it covers and not the others.
 BLOCKS = 3
 MIN_BLOCK_POINTS = 10
 AGREEMENT = 0.05
 QUORUM = 2.0 / 3.0
 #: A frame without an estimate that counts keeps the last one, moved this fraction of the way back to 1 per frame
-#: (the model keeps learning the compensated frames meanwhile).
+#: (the model keeps learning the compensated frames meanwhile, and a wrong estimate does not stay).
 RELEASE = 0.2
-#: ... and at least ``CLUSTER`` of the ratios must lie within ``CLUSTER_WIDTH`` (relative) of the median: a global
-#: change moves the background's pixels together (up to the sensor noise), while leaves all over the frame split
-#: the ratios into two groups with the median between them.
-CLUSTER = 0.35
-CLUSTER_WIDTH = 0.08
 
 
 def grid_step(H: int, W: int) -> int:
@@ -119,8 +123,12 @@ def grid_ratios(frame, samples, coef, ring, mask, step, out, block):
 
 @njit(cache=True, nogil=True)
 def agreed_median(ratios, blocks, n, tmp):
-    """The median of ``ratios[:n]`` when the frame agrees on it (see :func:`estimate_gain`), else -1.
-    ``tmp``: scratch of at least ``n`` values."""
+    """The median ``g`` of ``ratios[:n]`` when the frame agrees on it, else -1.
+
+    It agrees when at least :data:`CLUSTER` of the ratios lie within ``CLUSTER_WIDTH * g`` of ``g``, and
+    the median of at least :data:`QUORUM` of the blocks (``blocks[:n]``, :func:`grid_ratios`) with
+    :data:`MIN_BLOCK_POINTS` ratios or more lies within ``AGREEMENT * g`` of it. ``tmp``: scratch of at least
+    ``n`` values."""
     g = np.median(ratios[:n])
     near = 0
     for k in range(n):
@@ -149,9 +157,8 @@ def estimate_gain(frame: np.ndarray, samples: np.ndarray, coef: np.ndarray, ring
                   scratch: np.ndarray) -> float | None:
     """The frame's global gain against the model, or None when the grid cannot tell.
 
-    None: fewer than :data:`MIN_POINTS` usable pixels, or blocks that do not agree (fewer than
-    :data:`QUORUM` of the blocks with :data:`MIN_BLOCK_POINTS` ratios have their median within
-    :data:`AGREEMENT` of the frame's).
+    None: fewer than :data:`MIN_POINTS` usable pixels, or a frame that does not agree on the median
+    (:func:`agreed_median`).
 
     Parameters
     ----------

@@ -455,8 +455,9 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         self.blink_ = np.zeros((H, W), dtype=np.float32)
         self.post_mask_ = np.zeros((H, W), dtype=np.uint8)
         self._stepped = np.zeros(H, dtype=np.int64)
-        n = _illumination.grid_size(H, W)
-        self._gain_scratch = (np.empty(n, dtype=np.float64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.float64))
+        n = _illumination.grid_size(H, W)  # the illumination estimate's ratios, their blocks, room to sort
+        self._gain_scratch = (np.empty(n, dtype=np.float64), np.empty(n, dtype=np.int64),
+                              np.empty(n, dtype=np.float64))
         self._mask = self._rawmask
         if self._texture_on():
             self.texture_ = np.zeros((H, W, B, C), dtype=np.uint16)
