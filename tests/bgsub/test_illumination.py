@@ -117,7 +117,7 @@ def test_the_gain_ignores_an_object_covering_a_third_of_the_frame():
     assert mask[:, :21].mean() / 255 > 0.8
 
 
-def _ratios(H=60, W=90, n_blocks=9, seed=0):
+def _ratios(n_blocks=9, seed=0):
     """Ratios and blocks as :func:`il.grid_ratios` leaves them: 100 per block around 1, sensor-noise spread."""
     rng = np.random.default_rng(seed)
     ratios = rng.normal(1.0, 0.02, 100 * n_blocks)
