@@ -35,6 +35,7 @@ This module imports only numpy, numba and the frame loops' helpers.
 import numpy as np
 from numba import njit
 
+from bgsub.models._bounded_frame import _prefetch_state
 from bgsub.models._frame_kernels import _weighted_sample_sum
 
 #: About this many grid pixels are compared per frame, whatever the frame size.
@@ -94,9 +95,15 @@ def grid_ratios(frame, samples, coef, ring, mask, step, out, block):
     H = frame.shape[0]
     W = frame.shape[1]
     C = frame.shape[2]
+    B = samples.shape[2]
+    sb, cb, rb = samples.ctypes.data, coef.ctypes.data, ring.ctypes.data
     acc = np.zeros(C, dtype=np.float64)
     n = 0
     for i in range(step // 2, H, step):
+        # the grid pixels' state is far apart and cold: ask for a row's lines at once, then read them
+        for j in range(step // 2, W, step):
+            if mask[i, j] == 0:
+                _prefetch_state(sb, cb, rb, i * W + j, B, C)
         for j in range(step // 2, W, step):
             if mask[i, j] != 0:
                 continue
