@@ -6,7 +6,8 @@ import pytest
 
 import bgsub
 from bgsub.augment import translate
-from bgsub.models._registration import COARSE_WIDTH, ShiftEstimator, gradient_magnitude, gradient_region, ncc_map
+from bgsub.models._registration import (COARSE_WIDTH, KEEP_BACKOFF, KEEP_BACKOFF_MAX, ShiftEstimator, gradient_magnitude,
+                                        gradient_region, ncc_map)
 
 
 def _texture(H, W, seed=0, sigma=1.5):
@@ -58,6 +59,43 @@ def test_recovers_every_shift_despite_moving_objects(H, W):
         for dy in (-6, -1, 0, 4, 6):
             frame = translate(_with_cars(ref, rng), dx, dy, cv2.BORDER_REPLICATE, 0)
             assert est.estimate(frame) == (dx, dy)
+
+
+@pytest.mark.parametrize("H, W", [(120, 160), (360, 2 * COARSE_WIDTH + 40)])
+def test_a_still_camera_keeps_its_shift_without_a_search_and_a_jump_is_found_at_once(H, W):
+    rng = np.random.default_rng(4)
+    ref = _texture(H, W, seed=4)
+    est = ShiftEstimator(ref, 6)
+    plan = [(2, -1)] * 12 + [(3, -1)] * 6 + [(-2, 4)] * 6 + [(-2, 4)] * 6  # still, a one-pixel step, a jump
+    for k, (dx, dy) in enumerate(plan):
+        frame = translate(_with_cars(ref, rng, n=3), dx, dy, cv2.BORDER_REPLICATE, 0)
+        full = est._search(np.ascontiguousarray(frame))
+        kept = est.kept
+        assert est.estimate(frame) == full == (dx, dy), k
+        if k in (12, 18):  # the frame that moved is searched, not kept
+            assert est.kept == kept
+    # every still frame after the first of each stretch keeps the shift, but for the back-off after a move
+    assert est.kept >= len(plan) - 3 - 2 * KEEP_BACKOFF
+
+
+def test_the_check_backs_off_on_a_shaking_camera():
+    rng = np.random.default_rng(6)
+    ref = _texture(120, 160, seed=6)
+    est = ShiftEstimator(ref, 6)
+    checks = []
+    keeps_last = est._keeps_last
+    est._keeps_last = lambda grey: checks.append(len(checks)) or keeps_last(grey)
+    last = None
+    for k in range(300):
+        shift = last
+        while shift == last:  # a new shift every frame
+            shift = tuple(int(v) for v in rng.integers(-4, 5, 2))
+        last = shift
+        assert est.estimate(translate(ref, *shift, cv2.BORDER_REPLICATE, 0)) == shift
+    assert est.kept == 0
+    # checks after 0, 8, 16, 32, 64, 64, ... frames: a handful, not one a frame
+    assert 4 <= len(checks) <= 4 + 300 // KEEP_BACKOFF_MAX
+    assert est._backoff == KEEP_BACKOFF_MAX
 
 
 def test_shifts_beyond_the_search_are_not_reported_as_larger():
