@@ -32,11 +32,12 @@ computes). When the last shift is the maximum of the nine by at least
 sequences, plain, jittered and with illumination steps, each at its own size and
 upscaled to 1280 pixels wide (22 920 frames), every shift was the full search's, and
 84 % of the plain sequences' frames kept theirs (highway at 320x240: 0.14 against 0.33
-ms a frame; the shaking and the upscaled frames took as long as before). A frame where the last shift is not kept is searched in full, and the
-next :data:`KEEP_BACKOFF` frames are searched without the check, twice as many after
-each further miss (a shaking camera would otherwise pay for the check on every frame,
-and so would frames too smooth for it: on frames upscaled from 320x240 to 1280 pixels
-wide the peak is a few pixels wide and the last shift is almost never kept).
+ms a frame; the shaking and the upscaled frames took as long as before). A frame where
+the last shift is not kept is searched in full, and the next :data:`KEEP_BACKOFF`
+frames are searched without the check, twice as many after each further miss (a
+shaking camera would otherwise pay for the check on every frame, and so would frames
+too smooth for it: on frames upscaled from 320x240 to 1280 pixels wide the peak is a
+few pixels wide and the last shift is almost never kept).
 
 Convention: ``frame[y + dy, x + dx] ~ reference[y, x]``; moving the frame by
 ``(-dx, -dy)`` registers it to the reference.
@@ -216,7 +217,7 @@ class ShiftEstimator:
 
     def _keeps_last(self, grey: np.ndarray) -> bool:
         """Whether the last shift is still the frame's (the module docstring's check)."""
-        dx, dy, res = self._around(0, grey, *self._last)
+        res = self._around(0, grey, *self._last)[2]
         centre = res[1, 1]
         res[1, 1] = -np.inf
         return centre - res.max() >= KEEP_SHARPNESS

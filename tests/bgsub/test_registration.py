@@ -6,8 +6,8 @@ import pytest
 
 import bgsub
 from bgsub.augment import translate
-from bgsub.models._registration import (COARSE_WIDTH, KEEP_BACKOFF, KEEP_BACKOFF_MAX, ShiftEstimator, gradient_magnitude,
-                                        gradient_region, ncc_map)
+from bgsub.models._registration import (COARSE_WIDTH, KEEP_BACKOFF, KEEP_BACKOFF_MAX, ShiftEstimator,
+                                        gradient_magnitude, gradient_region, ncc_map)
 
 
 def _texture(H, W, seed=0, sigma=1.5):
