@@ -47,8 +47,8 @@ import numpy as np
 from numba import carray, njit, prange, types
 from numba.extending import intrinsic
 
-from learners.expansion import (expansion_nearest, expansion_newest, expansion_push, expansion_sum,
-                                expansion_sum_inter_texture, expansion_sum_texture)
+from learners.expansion import (_inter_texture_term, _texture_term, expansion_nearest, expansion_newest,
+                                expansion_push, expansion_sum, expansion_sum_inter_texture, expansion_sum_texture)
 from learners.kernels import GAUSSIAN_LUT, GAUSSIAN_LUT_SCALED, lut_value
 from learners.steps import (RHO_QUANTILE, blink_accumulate, feedback_level, misfit_average, norma_novelty_update,
                             olk_n_quantile_rho, olk_n_update, width_factor)
@@ -177,6 +177,41 @@ def _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale,
     sv, cf, rg = _expansion_views(samples, coef, ring, sb, cb, rb, p, B, nc)
     total, oldest = _sum_at(x, sv, cf, rg, kind, sw, lut, texture, p, p)
     return x, sv, cf, rg, scale * total, scale * oldest
+
+
+#: A textured sum stops early only this far past the point that decides (the full sum's rounding may differ).
+EARLY_MARGIN = 1e-9
+
+
+@njit(cache=True, inline="always")
+def _textured_sum_until(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale, texture, limit):
+    """:func:`_pixel_sum` of pixel ``p`` under texture features (full buffer, table width), stopping once
+    ``f`` reaches ``limit``: every term is non-negative, so the rest can only raise it. Returns
+    ``(x, sv, cf, rg, f, oldest, stopped)``; a pixel that stopped reports its partial ``f`` (at least
+    ``limit``) and ``oldest = 0``, one that did not the full sum's ``f`` and ``oldest`` as
+    :func:`_pixel_sum` computes them (bit for bit: the sum is done again by the same function)."""
+    x = _vec(frame, fb, p, nc)
+    sv, cf, rg = _expansion_views(samples, coef, ring, sb, cb, rb, p, B, nc)
+    lam = texture[0]
+    tsamples = texture[2]
+    tsv = _mat(tsamples, tsamples.ctypes.data, p, B, nc)
+    total = 0.0
+    if texture[3]:
+        tpattern = texture[4]
+        pat = _mat(tpattern, tpattern.ctypes.data, p, nc, 16)
+        for slot in range(B):
+            total += _inter_texture_term(x, pat, sv, tsv, cf, slot, texture[5], lam, 1.0, lut)
+            if scale * total >= limit:
+                return x, sv, cf, rg, scale * total, 0.0, True
+    else:
+        tframe = texture[1]
+        tx = _vec(tframe, tframe.ctypes.data, p, nc)
+        for slot in range(B):
+            total += _texture_term(x, tx, sv, tsv, cf, slot, lam, 1.0, lut)
+            if scale * total >= limit:
+                return x, sv, cf, rg, scale * total, 0.0, True
+    t, oldest = _sum_at(x, sv, cf, rg, GAUSSIAN_LUT, 0.0, lut, texture, p, p)
+    return x, sv, cf, rg, scale * t, scale * oldest, False
 
 
 @njit(cache=True, inline="always")
@@ -474,7 +509,7 @@ def _norma_step(selected, x, f, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lu
 def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi,
                adapt, by_blink, p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask, stepped, blink, post,
                gain, up, down, widths, misfit, per_pixel, w_gain, w_rate, w_blink, w_lo, w_hi,
-               tlam, tframe, tsamples, tinter, tpattern, tthr):
+               tlam, tframe, tsamples, tinter, tpattern, tthr, early):
     """One OLK_N frame in one pass: score every pixel, then step the selected ones.
 
     Equivalent to :func:`score_frame` (``offset = 1``) followed by
@@ -494,17 +529,27 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
     and its blink accumulator (:func:`_track_width`, bounds ``w_lo``, ``w_hi``).
     ``texture`` (:func:`_sum_at`): the product kernel of colour and texture; every stored sample keeps
     its value's descriptor (:func:`_store_texture`).
+    ``early`` (texture features at the table's width, any offset rule but eq. 68): a pixel with a full
+    buffer stops its textured sum once ``f`` passes both its decision level and the point where the
+    multiplier saturates at ``nu`` (:func:`_textured_sum_until`): its decisions, offset and step are the
+    full sum's, its score ``level - f`` is of the same sign and no lower.
     """
     texture = (tlam, tframe, tsamples, tinter, tpattern, tthr)  # one argument for the helpers (:func:`_sum_at`)
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
+    a_hi = 1.0 + r - nu  # f >= a_hi: a = nu
     for i in prange(H):
         n = 0
         for j in range(W):
             p = i * W + j
             kind, sw = _kernel(per_pixel, widths, i, j)
-            x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale,
-                                                  kind, sw, texture)
             rho0 = rho[i, j]
+            if early and ring[i, j, 1] == B:
+                x, sv, cf, rg, f, oldest, _ = _textured_sum_until(
+                    frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale, texture,
+                    max(1.0 + rho0, a_hi) + EARLY_MARGIN)
+            else:
+                x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut,
+                                                      scale, kind, sw, texture)
             _emit(_level(1.0 + rho0, blink, i, j, gain) - f, blink, nbr_mask, post, i, j, gain, up, down, score, mask)
             fg = 1.0 + rho0 - f > 0.0  # the policy reads the pixel's own decision, without the feedback
             if per_pixel:

@@ -292,3 +292,49 @@ def test_inter_texture_mode_is_validated_and_switches_live():
         masks_intra.append(a.apply(fr))
     assert sub.n_frames_ == 12 and sub.texture_ is not None
     assert any((m1 != m2).any() for m1, m2 in zip(masks_inter, masks_intra))
+
+
+def _sample_frames(n, size=(160, 120)):
+    from bgsub.cdnet import load_sequence
+    from bgsub.sample import sample_sequence
+
+    seq = load_sequence(sample_sequence())
+    return [cv2.resize(seq.read_frame(k), size, interpolation=cv2.INTER_AREA) for k in seq.frames[90:90 + n]]
+
+
+@pytest.mark.parametrize("extra", [
+    {"preset": "accurate"},
+    {"texture": 25.0, "width": 30.0},
+    {"preset": "accurate", "rho_rule": "paper"},
+    {"preset": "accurate", "blink_gain": 0.0, "diffuse_prob": 0.0},
+])
+def test_textured_sums_that_stop_once_decided_leave_the_full_sums_model(extra):
+    """``score_map="bounded"`` (the default) lets a textured sum stop once it passes the decision level and
+    the multiplier's saturation point: masks, offsets, blink accumulators and the model are the full
+    sums' (``score_map="exact"``), and a stopped pixel's score has the full score's sign and is no lower."""
+    from bgsub.models.olkn import createOLKN
+
+    params = dict(extra)
+    preset = params.pop("preset", None)
+    stops = createOLKN(preset=preset, **params)
+    full = createOLKN(preset=preset, score_map="exact", **params)
+    assert stops._early_stop() and not full._early_stop()
+    differed = 0
+    for fr in _sample_frames(40):
+        np.testing.assert_array_equal(stops.apply(fr), full.apply(fr))
+        np.testing.assert_array_equal(stops.getRawMask(), full.getRawMask())
+        s, f = stops.getScoreMap(), full.getScoreMap()
+        np.testing.assert_array_equal(s > 0, f > 0)
+        assert (s >= f - 1e-9).all()
+        differed += int((s != f).sum())
+    for name in ("samples_", "coef_", "ring_", "rho_", "blink_", "texture_"):
+        np.testing.assert_array_equal(getattr(stops, name), getattr(full, name), err_msg=name)
+    assert differed > 0  # the sums did stop early
+
+
+def test_textured_sums_run_in_full_where_the_offset_reads_them():
+    from bgsub.models.olkn import createOLKN
+
+    assert not createOLKN(preset="accurate", rho_rule="primal")._early_stop()
+    assert not createOLKN(preset="accurate", width_blink=1.0)._early_stop()
+    assert not createOLKN()._early_stop()  # no texture: the bounded engine
