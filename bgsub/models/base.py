@@ -866,7 +866,9 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         mask only, so with it on the mask returned by :meth:`apply` may differ from
         ``score > 0``. None before the first frame. Under olkn's ``score_map="bounded"``
         (its default) a pixel whose decisions a bound settled reports a score within
-        that bound of the exact one, of the same sign; set ``score_map="exact"`` before
+        that bound of the exact one, of the same sign (with texture features: a pixel
+        whose sum stopped once it decided, a score of the same sign and no lower);
+        set ``score_map="exact"`` before
         the frame for exact values (:func:`bgsub.pipeline.core.exact_scores`).
         """
         return None if self._score is None else self._full_size(self._unshift(self._score, -1.0),
