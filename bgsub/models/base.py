@@ -868,8 +868,8 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         (its default) a pixel whose decisions a bound settled reports a score within
         that bound of the exact one, of the same sign (with texture features: a pixel
         whose sum stopped once it decided, a score of the same sign and no lower);
-        set ``score_map="exact"`` before
-        the frame for exact values (:func:`bgsub.pipeline.core.exact_scores`).
+        set ``score_map="exact"`` before the frame for exact values
+        (:func:`bgsub.pipeline.core.exact_scores`).
         """
         return None if self._score is None else self._full_size(self._unshift(self._score, -1.0),
                                                                 cv2.INTER_NEAREST)
