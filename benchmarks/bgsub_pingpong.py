@@ -6,7 +6,8 @@ of issue 13 include a long waving-trees video). This script plays each clip
 forwards, then backwards, then forwards again ... (``1 2 .. n n-1 .. 2 1 2 ..``) for
 ``--length`` frames, scores every frame that has ground truth after the clip's own
 warm-up, and prints, for each quarter of the stream, the F-measure and the false
-positive rate (the share of ground-truth background pixels marked foreground): a
+positive rate (the share of scored background pixels marked foreground; CDnet's rules,
+:func:`bgsub.metrics.frame_counts`): a
 subtractor whose background model drifts on a dynamic scene gets worse quarter by
 quarter.
 
@@ -30,6 +31,7 @@ import numpy as np
 
 import bgsub
 from bgsub.cdnet import load_sequence
+from bgsub.metrics import ConfusionCounts, frame_counts
 
 
 def pingpong(frames: list[int], length: int) -> list[int]:
@@ -44,16 +46,15 @@ def quarters(path: str, algo: str, params: dict, length: int) -> list[tuple[floa
     frames = list(seq.frames)
     images = {n: seq.read_frame(n) for n in frames}
     truth = {n: seq.read_groundtruth(n) for n in frames if seq.is_scored(n)}
+    roi = seq.roi(images[frames[0]].shape[:2])
     sub = bgsub.create(algo, **params)
-    counts = np.zeros((4, 4))  # per quarter: true positives, false positives, false negatives, background pixels
+    counts = [ConfusionCounts() for _ in range(4)]
     for k, n in enumerate(pingpong(frames, length)):
         mask = sub.apply(images[n])
         if n in truth and k >= len(frames) // 5:
-            gt = truth[n]
-            fg = mask == 255
-            counts[min(3, 4 * k // length)] += [(fg & (gt == 255)).sum(), (fg & (gt == 0)).sum(),
-                                                (~fg & (gt == 255)).sum(), (gt == 0).sum()]
-    return [(2 * tp / max(2 * tp + fp + fn, 1), fp / max(bg, 1)) for tp, fp, fn, bg in counts]
+            q = min(3, 4 * k // length)
+            counts[q] = counts[q] + frame_counts(mask, truth[n], roi)  # the CDnet rules, as bgsub eval scores
+    return [(m["F"], m["FPR"]) for m in (c.metrics() for c in counts)]
 
 
 def main(argv=None) -> int:
@@ -77,7 +78,7 @@ def main(argv=None) -> int:
         Q = quarters(str(path), args.algo, params, args.length)
         table.append(Q)
         print(f"| {path.name} | " + " | ".join(f"{f:.3f} / {100 * r:.2f}" for f, r in Q) + " |", flush=True)
-    means = [(np.mean([t[q][0] for t in table]), np.mean([t[q][1] for t in table])) for q in range(4)]
+    means = [(np.nanmean([t[q][0] for t in table]), np.nanmean([t[q][1] for t in table])) for q in range(4)]
     print("| **mean** | " + " | ".join(f"**{f:.3f} / {100 * r:.2f}**" for f, r in means) + " |")
     return 0
 
