@@ -47,8 +47,9 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from bgsub.models._frame_kernels import (_adaptive_prob, _diffusion_source, _emit, _expansion_layout,
-                                         _expansion_views, _level, _olk_n_update, _selected, _vec)
+from bgsub.models._frame_kernels import (_adaptive_prob, _diffusion_neighbour, _diffusion_source, _emit_where,
+                                         _expansion_layout, _expansion_views, _hash24, _level, _olk_n_update,
+                                         _selected, _selected_drawn, _vec)
 from learners.expansion import expansion_sum
 from learners.kernels import GAUSSIAN_LUT, int_squared_distance, lut_value
 from learners.steps import RHO_QUANTILE, olk_n_quantile_rho
@@ -208,10 +209,20 @@ def _decide(f, lo, hi, rho0, level, out_level, rho, blink, prev, post, i, j, gai
     ``out_level`` (after a full sum ``lo == hi == f``): score ``out_level - f``, raw mask and blink
     accumulator (:func:`_emit`), its own decision, its offset under the quantile rule.
     Returns ``(rho, fg)``."""
-    _emit(out_level - f, blink, prev, post, i, j, gain, up, down, score, mask)
+    return _decide_where(True, f, lo, hi, rho0, level, out_level, rho, blink, prev, post, i, j, gain, up, down, score,
+                         mask, quantile, rho_eta, rho_nu, rho_lo, rho_hi)
+
+
+@njit(cache=True, inline="always")
+def _decide_where(ok, f, lo, hi, rho0, level, out_level, rho, blink, prev, post, i, j, gain, up, down, score, mask,
+                  quantile, rho_eta, rho_nu, rho_lo, rho_hi):
+    """:func:`_decide` where ``ok``; elsewhere the pixel's state stays (:func:`_emit_where`: selects, so that the
+    first loop vectorises). Returns ``(rho, fg)``."""
+    _emit_where(ok, out_level - f, blink, prev, post, i, j, gain, up, down, score, mask)
     fg = hi < level  # the pixel's own decision, without the feedback
     if quantile:
-        rho0 = olk_n_quantile_rho(hi if fg else lo, rho0, rho_eta, rho_nu, rho_lo, rho_hi)
+        v = olk_n_quantile_rho(hi if fg else lo, rho0, rho_eta, rho_nu, rho_lo, rho_hi)
+        rho0 = v if ok else rho0
         rho[i, j] = rho0
     return rho0, fg
 
@@ -265,38 +276,49 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
     for i in prange(H):
         bounds = np.empty((2, W))
         _row_bounds(frame, ref, ref_sum, ref_mass, i, W, nc, fb, refb, scale, slope, bounds)
-        # first loop: everything the bounds decide
-        n_todo = 0
+        # first loop: the decisions the bounds settle, without branches (the compiler vectorises it)
+        flags = np.empty(W, np.uint8)
         for j in range(W):
-            p = i * W + j
-            if refresh_all or ((frame_no + i + j) & period) == 0:
-                todo[i, n_todo] = j | _EXACT
-                n_todo += 1
-                continue
             rho0 = rho[i, j]
             level = 1.0 + rho0
             out_level = _level(level, blink, i, j, gain)
             lo = bounds[0, j]
             hi = bounds[1, j]
-            if not ((hi < level or lo >= level) and (hi < out_level or lo >= out_level)):
+            ok = (((hi < level) | (lo >= level)) & ((hi < out_level) | (lo >= out_level))
+                  & (not refresh_all) & (((frame_no + i + j) & period) != 0))
+            _, fg = _decide_where(ok, scale * np.float64(ref_sum[i, j]), lo, hi, rho0, level, out_level, rho, blink,
+                                  nbr_mask, post, i, j, gain, up, down, score, mask, quantile, rho_eta, rho_nu, rho_lo,
+                                  rho_hi)
+            flags[j] = np.uint8(ok) | (np.uint8(fg) << 1)
+        # the update policy's draws (counter-based hashes: drawn for every pixel, used where needed)
+        draws = np.empty((2, W), np.int32)
+        for j in range(W):
+            p = i * W + j
+            draws[0, j] = _hash24(seed, frame_no, p)
+            draws[1, j] = _hash24(seed + 7919, frame_no, p)
+        # deferred work: pixels that need their full sum, steps, diffusion
+        n_todo = 0
+        for j in range(W):
+            fl = flags[j]
+            if (fl & 1) == 0:
                 todo[i, n_todo] = j | _EXACT
                 n_todo += 1
                 continue
-            rho0, fg = _decide(scale * np.float64(ref_sum[i, j]), lo, hi, rho0, level, out_level, rho, blink,
-                               nbr_mask, post, i, j, gain, up, down, score, mask, quantile, rho_eta, rho_nu, rho_lo,
-                               rho_hi)
-            if _selected(fg, ring[i, j, 1], B, _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho0, rho_lo), p_fg,
-                         seed, frame_no, p):
-                known, fs = _surrogate(lo, hi, a_hi, a_lo)
+            p = i * W + j
+            fg = (fl & 2) != 0
+            if _selected_drawn(fg, ring[i, j, 1], B, _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho[i, j],
+                                                                      rho_lo), p_fg, draws[0, j]):
+                known, fs = _surrogate(bounds[0, j], bounds[1, j], a_hi, a_lo)
                 todo[i, n_todo] = j if known else j | _EXACT_STEP
                 todo_f[i, n_todo] = fs
                 n_todo += 1
                 continue
-            q = _diffusion_source(nbr_mask, i, j, H, W, radius, p_diff, seed, frame_no, p)
-            if q >= 0:
-                todo[i, n_todo] = j | _DIFFUSE
-                todo_q[i, n_todo] = q
-                n_todo += 1
+            if p_diff > 0 and radius > 0 and draws[1, j] < p_diff:
+                q = _diffusion_neighbour(nbr_mask, i, j, H, W, radius, seed, frame_no, p)
+                if q >= 0:
+                    todo[i, n_todo] = j | _DIFFUSE
+                    todo_q[i, n_todo] = q
+                    n_todo += 1
         # second loop: full sums and steps
         n = 0
         n_sum = 0

@@ -244,12 +244,20 @@ def _emit(sc, blink, prev, post, i, j, gain, up, down, score, mask):
     (:func:`learners.steps.blink_accumulate`). A flip is a decision that differs from ``prev`` (the
     previous raw mask) where ``post`` (the previous output mask) is background: as in SuBSENSE, the
     edges of detected objects do not count as blinking. Returns whether the pixel is foreground."""
+    return _emit_where(True, sc, blink, prev, post, i, j, gain, up, down, score, mask)
+
+
+@njit(cache=True, inline="always")
+def _emit_where(ok, sc, blink, prev, post, i, j, gain, up, down, score, mask):
+    """:func:`_emit` where ``ok``; elsewhere the pixel's score, mask and accumulator stay. Written with selects,
+    not branches, so that a loop over a row vectorises. Returns whether ``sc`` is foreground."""
     fg = sc > 0.0
-    score[i, j] = sc
-    mask[i, j] = 255 if fg else 0
+    score[i, j] = sc if ok else score[i, j]
+    mask[i, j] = (255 if fg else 0) if ok else mask[i, j]
     if gain > 0.0 and (up > 0.0 or down > 0.0):
-        flipped = fg != (prev[i, j] != 0) and post[i, j] == 0
-        blink[i, j] = blink_accumulate(np.float64(blink[i, j]), flipped, up, down)
+        flipped = (fg != (prev[i, j] != 0)) & (post[i, j] == 0)
+        v = blink_accumulate(np.float64(blink[i, j]), flipped, up, down)
+        blink[i, j] = v if ok else blink[i, j]
     return fg
 
 
@@ -356,6 +364,13 @@ def _selected(fg, count, B, p_bg, p_fg, seed, frame_no, index):
     return _hash24(seed, frame_no, index) < p
 
 
+@njit(cache=True, inline="always")
+def _selected_drawn(fg, count, B, p_bg, p_fg, draw):
+    """:func:`_selected` with its draw ``_hash24(seed, frame_no, index)`` made beforehand."""
+    p = p_fg if fg else p_bg
+    return count < B or p >= PROB_ONE or (p > 0 and draw < p)
+
+
 @njit(cache=True, parallel=True, nogil=True)
 def renormalise(coef, scale):
     """Fold the global scale into the stored coefficients (``coef *= scale``)."""
@@ -444,6 +459,13 @@ def _diffusion_source(nbr_mask, i, j, H, W, radius, p_diff, seed, frame_no, inde
         return -1
     if _hash24(seed + 7919, frame_no, index) >= p_diff:
         return -1
+    return _diffusion_neighbour(nbr_mask, i, j, H, W, radius, seed, frame_no, index)
+
+
+@njit(cache=True, inline="always")
+def _diffusion_neighbour(nbr_mask, i, j, H, W, radius, seed, frame_no, index):
+    """:func:`_diffusion_source` after its first draw passed: the neighbour, or -1 where ``nbr_mask`` classifies
+    it foreground."""
     side = 2 * radius + 1
     k = _hash24(seed + 104729, frame_no, index) % (side * side - 1)
     if k >= (side * side) // 2:
