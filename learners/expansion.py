@@ -170,6 +170,21 @@ def expansion_sum_texture(x, tx, sv, tsv, coef, ring, lam, factor, lut):
 
 
 @njit(cache=True, fastmath=True, inline="always")
+def expansion_sum_texture_until(x, tx, sv, tsv, coef, lam, factor, lut, scale, limit):
+    """The terms of a full expansion under the product kernel (:func:`expansion_sum_texture`), summed in
+    storage order until ``scale * total`` reaches ``limit``: every term is non-negative where every
+    coefficient is, so the rest could only raise it. Returns ``(total, stopped)``; ``total`` is unscaled and,
+    when not ``stopped``, the sum of all ``B`` terms (summed in this order; :func:`expansion_sum_texture`
+    sums them in the same order, but a caller that needs its bits calls it)."""
+    total = 0.0
+    for slot in range(sv.shape[0]):
+        total += _texture_term(x, tx, sv, tsv, coef, slot, lam, factor, lut)
+        if scale * total >= limit:
+            return total, True
+    return total, False
+
+
+@njit(cache=True, fastmath=True, inline="always")
 def _inter_texture_term(x, pattern, sv, tsv, coef, slot, thresholds, lam, factor, lut):
     """``coef[slot] k(x, sv[slot])`` under the inter-frame product kernel (:func:`expansion_sum_inter_texture`)."""
     d2 = 0
@@ -307,3 +322,14 @@ def expansion_order(ring, B):
 def needs_renormalise(scale):
     """True when ``scale`` should be folded into the coefficients now."""
     return not (SCALE_MIN <= scale <= SCALE_MAX)
+
+
+@njit(cache=True, fastmath=True, inline="always")
+def expansion_sum_inter_texture_until(x, pattern, sv, tsv, coef, thresholds, lam, factor, lut, scale, limit):
+    """:func:`expansion_sum_texture_until` with the inter-frame descriptor (:func:`expansion_sum_inter_texture`)."""
+    total = 0.0
+    for slot in range(sv.shape[0]):
+        total += _inter_texture_term(x, pattern, sv, tsv, coef, slot, thresholds, lam, factor, lut)
+        if scale * total >= limit:
+            return total, True
+    return total, False

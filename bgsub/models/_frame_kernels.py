@@ -47,8 +47,9 @@ import numpy as np
 from numba import carray, njit, prange, types
 from numba.extending import intrinsic
 
-from learners.expansion import (_inter_texture_term, _texture_term, expansion_nearest, expansion_newest,
-                                expansion_push, expansion_sum, expansion_sum_inter_texture, expansion_sum_texture)
+from learners.expansion import (expansion_nearest, expansion_newest, expansion_push, expansion_sum,
+                                expansion_sum_inter_texture, expansion_sum_inter_texture_until, expansion_sum_texture,
+                                expansion_sum_texture_until)
 from learners.kernels import GAUSSIAN_LUT, GAUSSIAN_LUT_SCALED, lut_value
 from learners.steps import (RHO_QUANTILE, blink_accumulate, feedback_level, misfit_average, norma_novelty_update,
                             olk_n_quantile_rho, olk_n_update, width_factor)
@@ -195,21 +196,16 @@ def _textured_sum_until(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lu
     lam = texture[0]
     tsamples = texture[2]
     tsv = _mat(tsamples, tsamples.ctypes.data, p, B, nc)
-    total = 0.0
     if texture[3]:
         tpattern = texture[4]
-        pat = _mat(tpattern, tpattern.ctypes.data, p, nc, 16)
-        for slot in range(B):
-            total += _inter_texture_term(x, pat, sv, tsv, cf, slot, texture[5], lam, 1.0, lut)
-            if scale * total >= limit:
-                return x, sv, cf, rg, scale * total, 0.0, True
+        total, stopped = expansion_sum_inter_texture_until(x, _mat(tpattern, tpattern.ctypes.data, p, nc, 16), sv,
+                                                           tsv, cf, texture[5], lam, 1.0, lut, scale, limit)
     else:
         tframe = texture[1]
-        tx = _vec(tframe, tframe.ctypes.data, p, nc)
-        for slot in range(B):
-            total += _texture_term(x, tx, sv, tsv, cf, slot, lam, 1.0, lut)
-            if scale * total >= limit:
-                return x, sv, cf, rg, scale * total, 0.0, True
+        total, stopped = expansion_sum_texture_until(x, _vec(tframe, tframe.ctypes.data, p, nc), sv, tsv, cf, lam,
+                                                     1.0, lut, scale, limit)
+    if stopped:
+        return x, sv, cf, rg, scale * total, 0.0, True
     t, oldest = _sum_at(x, sv, cf, rg, GAUSSIAN_LUT, 0.0, lut, texture, p, p)
     return x, sv, cf, rg, scale * t, scale * oldest, False
 

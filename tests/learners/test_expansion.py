@@ -17,7 +17,9 @@ from learners.expansion import (
     expansion_push,
     expansion_sum,
     expansion_sum_inter_texture,
+    expansion_sum_inter_texture_until,
     expansion_sum_texture,
+    expansion_sum_texture_until,
     needs_renormalise,
 )
 from learners.kernels import (EMPTY_LUT, GAUSSIAN, GAUSSIAN_LUT, GAUSSIAN_LUT_SCALED, LINEAR, gaussian_lut, int_squared_distance,
@@ -217,3 +219,42 @@ def test_inter_texture_sum_recomputes_each_descriptor_around_the_sample(count):
             terms.append(float(coef[s]) * math.exp(-(d2 + lam * h) / p ** 2))
         assert total == pytest.approx(sum(terms), rel=2e-3)
         assert oldest == (pytest.approx(terms[0], rel=2e-3) if count == B else 0.0)
+
+
+@pytest.mark.parametrize("inter", [False, True])
+def test_textured_sums_until_stop_at_the_first_term_that_reaches_the_limit(inter):
+    """expansion_sum_texture_until / expansion_sum_inter_texture_until: the terms of a full ring in storage
+    order, summed until ``scale * total >= limit``; each partial total transcribed term by term (as
+    differences of the full sums over the first slots), and an unreachable limit gives the full sum."""
+    rng = np.random.default_rng(11)
+    B, p, scale, lam = 6, 25.0, 0.8, 5.0
+    lut = gaussian_lut(p, 3 * 255 ** 2)
+    sv = rng.integers(60, 160, (B, 3)).astype(np.uint8)
+    tsv = rng.integers(0, 1 << 16, (B, 3)).astype(np.uint16)
+    coef = rng.random(B).astype(np.float32)
+    x = np.array([110, 100, 120], np.uint8)
+    tx = rng.integers(0, 1 << 16, 3).astype(np.uint16)
+    pattern = rng.integers(40, 200, (3, 16)).astype(np.uint8)
+    thresholds = np.minimum(np.floor(np.maximum(0.3 * np.arange(256), 4)), 255).astype(np.uint8)
+
+    def full(n):  # the sum of the first n slots, by the full sum over a ring holding only them
+        ring = np.array([0, n], np.int64)
+        if inter:
+            return expansion_sum_inter_texture(x, pattern, sv, tsv, coef, ring, thresholds, lam, 1.0, lut)[0]
+        return expansion_sum_texture(x, tx, sv, tsv, coef, ring, lam, 1.0, lut)[0]
+
+    def until(limit):
+        if inter:
+            return expansion_sum_inter_texture_until(x, pattern, sv, tsv, coef, thresholds, lam, 1.0, lut, scale,
+                                                     limit)
+        return expansion_sum_texture_until(x, tx, sv, tsv, coef, lam, 1.0, lut, scale, limit)
+
+    partial = [full(n) for n in range(1, B + 1)]
+    assert all(b > a for a, b in zip(partial, partial[1:]))  # every term positive: the partial sums grow
+    total, stopped = until(math.inf)
+    assert not stopped and total == pytest.approx(partial[-1], rel=1e-12)
+    for n in range(B):
+        # a limit between the partial sums over n and n + 1 slots stops after slot n
+        limit = scale * (partial[n] if n == 0 else 0.5 * (partial[n - 1] + partial[n]))
+        total, stopped = until(limit)
+        assert stopped and total == pytest.approx(partial[n], rel=1e-12)
