@@ -173,9 +173,9 @@ def expansion_sum_texture(x, tx, sv, tsv, coef, ring, lam, factor, lut):
 def expansion_sum_texture_until(x, tx, sv, tsv, coef, lam, factor, lut, scale, limit):
     """The terms of a full expansion under the product kernel (:func:`expansion_sum_texture`), summed in
     storage order until ``scale * total`` reaches ``limit``: every term is non-negative where every
-    coefficient is, so the rest could only raise it. Returns ``(total, stopped)``; ``total`` is unscaled and,
-    when not ``stopped``, the sum of all ``B`` terms (summed in this order; :func:`expansion_sum_texture`
-    sums them in the same order, but a caller that needs its bits calls it)."""
+    coefficient is, so the rest could only raise it. Returns ``(total, stopped)``: ``total`` unscaled, the sum
+    of all ``B`` terms when not ``stopped`` (a caller that needs :func:`expansion_sum_texture`'s bits calls it:
+    compiled apart, the two sums may round differently)."""
     total = 0.0
     for slot in range(sv.shape[0]):
         total += _texture_term(x, tx, sv, tsv, coef, slot, lam, factor, lut)
@@ -226,6 +226,17 @@ def expansion_sum_inter_texture(x, pattern, sv, tsv, coef, ring, thresholds, lam
         total += _inter_texture_term(x, pattern, sv, tsv, coef, slot - B if slot >= B else slot, thresholds, lam,
                                      factor, lut)
     return total, 0.0
+
+
+@njit(cache=True, fastmath=True, inline="always")
+def expansion_sum_inter_texture_until(x, pattern, sv, tsv, coef, thresholds, lam, factor, lut, scale, limit):
+    """:func:`expansion_sum_texture_until` with the inter-frame descriptor (:func:`expansion_sum_inter_texture`)."""
+    total = 0.0
+    for slot in range(sv.shape[0]):
+        total += _inter_texture_term(x, pattern, sv, tsv, coef, slot, thresholds, lam, factor, lut)
+        if scale * total >= limit:
+            return total, True
+    return total, False
 
 
 @njit(cache=True, inline="always")
@@ -323,13 +334,3 @@ def needs_renormalise(scale):
     """True when ``scale`` should be folded into the coefficients now."""
     return not (SCALE_MIN <= scale <= SCALE_MAX)
 
-
-@njit(cache=True, fastmath=True, inline="always")
-def expansion_sum_inter_texture_until(x, pattern, sv, tsv, coef, thresholds, lam, factor, lut, scale, limit):
-    """:func:`expansion_sum_texture_until` with the inter-frame descriptor (:func:`expansion_sum_inter_texture`)."""
-    total = 0.0
-    for slot in range(sv.shape[0]):
-        total += _inter_texture_term(x, pattern, sv, tsv, coef, slot, thresholds, lam, factor, lut)
-        if scale * total >= limit:
-            return total, True
-    return total, False
