@@ -21,14 +21,14 @@ import numpy as np
 from bgsub.augment import translate
 from bgsub.checkpoint import Checkpointable
 from bgsub.models import _frame_kernels as fk
-from bgsub.models import _illumination, _texture
+from bgsub.models import _components, _illumination, _texture
 from bgsub.models._registration import ShiftEstimator
 from bgsub.registry import ParamSpec
 from learners.expansion import needs_renormalise
 from learners.kernels import gaussian_lut
 
 __all__ = ["PixelKernelSubtractor", "COMMON_PARAMS", "FEEDBACK_PARAMS", "with_defaults", "binary_median",
-           "fill_holes"]
+           "fill_holes", "remove_small"]
 
 #: Parameters shared by every kernel subtractor (pre- and post-processing, policy).
 COMMON_PARAMS = (
@@ -175,15 +175,27 @@ def fill_holes(mask: np.ndarray, max_area: int) -> np.ndarray:
     Background is 4-connected (so foreground blobs are 8-connected, as ``min_area``
     counts them); a component touching the border counts as a hole too when small.
     """
-    n, labels, stats, _ = cv2.connectedComponentsWithStats(cv2.bitwise_not(mask), connectivity=4)
+    return _set_small_components(cv2.bitwise_not(mask), 4, max_area, mask, 255, 0)
+
+
+def remove_small(mask: np.ndarray, min_area: int) -> np.ndarray:
+    """``mask`` (0/255) without its foreground components (8-connected) smaller than ``min_area`` pixels."""
+    return _set_small_components(mask, 8, min_area, mask, 0, 0)
+
+
+def _set_small_components(image: np.ndarray, connectivity: int, area: int, mask: np.ndarray, value: int,
+                          keep: int) -> np.ndarray:
+    """``mask`` with ``value`` wherever a component of ``image``'s non-zero pixels (label ``keep`` aside: the
+    zero pixels) has fewer than ``area`` pixels; ``mask`` itself when none has, else a copy."""
+    n, labels = cv2.connectedComponents(image, connectivity=connectivity, ltype=cv2.CV_32S)
     if n <= 1:
         return mask
-    small = stats[:, cv2.CC_STAT_AREA] < max_area
-    small[0] = False  # label 0: the foreground itself
+    small = _components.label_areas(labels, n) < area
+    small[keep] = False
     if not small.any():
         return mask
     out = mask.copy()
-    out[small[labels]] = 255
+    _components.set_labelled(out, labels, small, value)
     return out
 
 
@@ -533,13 +545,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         if p["fill_holes"] > 0:
             mask = fill_holes(mask, p["fill_holes"])
         if p["min_area"] > 0:
-            n, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
-            if n > 1:
-                small = stats[:, cv2.CC_STAT_AREA] < p["min_area"]
-                small[0] = False
-                if small.any():
-                    mask = mask.copy() if mask is raw else mask
-                    mask[small[labels]] = 0
+            mask = remove_small(mask, p["min_area"])
         return mask
 
     # ------------------------------------------------------------------ API

@@ -8,7 +8,7 @@ import pytest
 
 import bgsub
 from bgsub.augment import translate
-from bgsub.models.base import fill_holes
+from bgsub.models.base import fill_holes, remove_small
 from learners import steps
 from tests.bgsub._params import ROUND7
 
@@ -172,6 +172,53 @@ def test_fill_holes_fills_small_holes_only():
     assert fill_holes(np.zeros((5, 5), np.uint8), 10).sum() == 0  # a frame of background is not a hole
     sub = bgsub.create("olkn", fill_holes=20, **QUIET)
     assert sub._postprocess(mask)[10:13, 10:13].all()
+
+
+def _components(on, connectivity):
+    """Plain-Python transcription: the components of the True pixels of ``on`` (lists of (i, j)), by flood fill
+    over 4 or 8 neighbours."""
+    H, W = on.shape
+    steps = [(-1, 0), (1, 0), (0, -1), (0, 1)] + ([(-1, -1), (-1, 1), (1, -1), (1, 1)] if connectivity == 8 else [])
+    seen = np.zeros_like(on, bool)
+    out = []
+    for i in range(H):
+        for j in range(W):
+            if on[i, j] and not seen[i, j]:
+                seen[i, j] = True
+                stack, comp = [(i, j)], []
+                while stack:
+                    a, b = stack.pop()
+                    comp.append((a, b))
+                    for da, db in steps:
+                        y, x = a + da, b + db
+                        if 0 <= y < H and 0 <= x < W and on[y, x] and not seen[y, x]:
+                            seen[y, x] = True
+                            stack.append((y, x))
+                out.append(comp)
+    return out
+
+
+def test_component_filters_match_a_flood_fill_transcription():
+    """min_area drops the 8-connected foreground components under its area, fill_holes fills the 4-connected
+    background components under its area (those touching the border included): against flood fills in
+    Python on random masks of every density."""
+    rng = np.random.default_rng(4)
+    for k in range(60):
+        H, W = rng.integers(1, 25, 2)
+        mask = np.where(rng.random((H, W)) < rng.random(), 255, 0).astype(np.uint8)
+        for area in (1, 2, 4, 9, 30):
+            removed = mask.copy()
+            for comp in _components(mask > 0, 8):
+                if len(comp) < area:
+                    for a, b in comp:
+                        removed[a, b] = 0
+            filled = mask.copy()
+            for comp in _components(mask == 0, 4):
+                if len(comp) < area:
+                    for a, b in comp:
+                        filled[a, b] = 255
+            assert np.array_equal(remove_small(mask, area), removed), (k, area)
+            assert np.array_equal(fill_holes(mask, area), filled), (k, area)
 
 
 def test_olkn_quantile_init_lowers_the_offset_where_the_neighbourhood_varies():
