@@ -333,4 +333,3 @@ def expansion_order(ring, B):
 def needs_renormalise(scale):
     """True when ``scale`` should be folded into the coefficients now."""
     return not (SCALE_MIN <= scale <= SCALE_MAX)
-

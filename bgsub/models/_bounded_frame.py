@@ -47,9 +47,9 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from bgsub.models._frame_kernels import (_adaptive_prob, _diffusion_neighbour, _diffusion_source, _emit_where,
-                                         _expansion_layout, _expansion_views, _hash24, _level, _olk_n_update,
-                                         _selected, _selected_drawn, _vec)
+from bgsub.models._frame_kernels import (_adaptive_prob, _diffuses, _diffusion_draw, _diffusion_neighbour,
+                                         _diffusion_source, _emit_where, _expansion_layout, _expansion_views, _hash24,
+                                         _level, _olk_n_update, _selected, _selected_drawn, _vec)
 from learners.expansion import expansion_sum
 from learners.kernels import GAUSSIAN_LUT, int_squared_distance, lut_value
 from learners.steps import RHO_QUANTILE, olk_n_quantile_rho
@@ -295,7 +295,7 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
         for j in range(W):
             p = i * W + j
             draws[0, j] = _hash24(seed, frame_no, p)
-            draws[1, j] = _hash24(seed + 7919, frame_no, p)
+            draws[1, j] = _diffusion_draw(seed, frame_no, p)
         # deferred work: pixels that need their full sum, steps, diffusion
         n_todo = 0
         for j in range(W):
@@ -313,7 +313,7 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
                 todo_f[i, n_todo] = fs
                 n_todo += 1
                 continue
-            if p_diff > 0 and radius > 0 and draws[1, j] < p_diff:
+            if _diffuses(p_diff, radius, draws[1, j]):
                 q = _diffusion_neighbour(nbr_mask, i, j, H, W, radius, seed, frame_no, p)
                 if q >= 0:
                     todo[i, n_todo] = j | _DIFFUSE

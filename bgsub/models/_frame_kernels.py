@@ -350,14 +350,7 @@ def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_ou
 @njit(cache=True, inline="always")
 def _selected(fg, count, B, p_bg, p_fg, seed, frame_no, index):
     """Whether a pixel steps this frame: always while its buffer fills, else by policy."""
-    if count < B:
-        return True
-    p = p_fg if fg else p_bg
-    if p >= PROB_ONE:
-        return True
-    if p <= 0:
-        return False
-    return _hash24(seed, frame_no, index) < p
+    return _selected_drawn(fg, count, B, p_bg, p_fg, _hash24(seed, frame_no, index))
 
 
 @njit(cache=True, inline="always")
@@ -451,11 +444,21 @@ def _diffusion_source(nbr_mask, i, j, H, W, radius, p_diff, seed, frame_no, inde
     Equivalent in distribution to a background pixel pushing its value into a
     random neighbour's model. Two extra hashes of ``(seed, frame, pixel)``.
     """
-    if p_diff <= 0 or radius <= 0:
-        return -1
-    if _hash24(seed + 7919, frame_no, index) >= p_diff:
+    if not _diffuses(p_diff, radius, _diffusion_draw(seed, frame_no, index)):
         return -1
     return _diffusion_neighbour(nbr_mask, i, j, H, W, radius, seed, frame_no, index)
+
+
+@njit(cache=True, inline="always")
+def _diffusion_draw(seed, frame_no, index):
+    """The 24-bit draw that decides whether pixel ``index`` learns a neighbour's value this frame."""
+    return _hash24(seed + 7919, frame_no, index)
+
+
+@njit(cache=True, inline="always")
+def _diffuses(p_diff, radius, draw):
+    """Whether a pixel whose :func:`_diffusion_draw` is ``draw`` learns a neighbour's value this frame."""
+    return p_diff > 0 and radius > 0 and draw < p_diff
 
 
 @njit(cache=True, inline="always")
