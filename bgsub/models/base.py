@@ -175,27 +175,23 @@ def fill_holes(mask: np.ndarray, max_area: int) -> np.ndarray:
     Background is 4-connected (so foreground blobs are 8-connected, as ``min_area``
     counts them); a component touching the border counts as a hole too when small.
     """
-    return _set_small_components(cv2.bitwise_not(mask), 4, max_area, mask, 255)
+    return _set_small_components(mask, True, max_area, 255)
 
 
 def remove_small(mask: np.ndarray, min_area: int) -> np.ndarray:
     """``mask`` (0/255) without its foreground components (8-connected) smaller than ``min_area`` pixels."""
-    return _set_small_components(mask, 8, min_area, mask, 0)
+    return _set_small_components(mask, False, min_area, 0)
 
 
-def _set_small_components(image: np.ndarray, connectivity: int, area: int, mask: np.ndarray,
-                          value: int) -> np.ndarray:
-    """``mask`` with ``value`` wherever a component of ``image``'s non-zero pixels has fewer than ``area``
-    pixels; ``mask`` itself when none has, else a copy."""
-    n, labels = cv2.connectedComponents(image, connectivity=connectivity, ltype=cv2.CV_32S)
-    if n <= 1:
-        return mask
-    small = _components.label_areas(labels, n) < area
-    small[0] = False  # label 0: the zero pixels
-    if not small.any():
+def _set_small_components(mask: np.ndarray, background: bool, area: int, value: int) -> np.ndarray:
+    """``mask`` with ``value`` on its background (or foreground) components of fewer than ``area`` pixels;
+    ``mask`` itself when there is none, else a copy (``bgsub.models._components``)."""
+    mask = np.ascontiguousarray(mask)
+    starts, ends, first, small, count = _components.small_runs(mask, background, area)
+    if count == 0:
         return mask
     out = mask.copy()
-    _components.set_labelled(out, labels, small, value)
+    _components.set_runs(out, starts, ends, first, small, value)
     return out
 
 
