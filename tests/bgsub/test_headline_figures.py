@@ -7,7 +7,8 @@ of the 16 dev sequences, for speed: the full dev mean takes minutes); ``oem``'s 
 on highway and its mean F over all 16 dev sequences (about 15 s: it is fast); BGSLibrary's
 peers' mean F over the UCSD clips, where pybgs is installed. Scoring is
 ``bgsub eval``'s (:func:`bgsub.commands.eval.evaluate`). A change that moves these
-by more than 0.01 must update README.md and docs/parameters.md.
+by more than their tolerance (0.005 for olkn, 0.01 for the others) must update README.md and
+docs/parameters.md.
 """
 
 from __future__ import annotations
@@ -19,11 +20,14 @@ from bgsub.commands.eval import evaluate, resolve_sequences
 
 pytestmark = pytest.mark.data
 
-#: Documented values (README "Measured results", docs/parameters.md), issue 13's eleventh round (the illumination
-#: compensation and, for olkn, diffuse_prob 0.1).
-HIGHWAY_F_OLKN = 0.963
+#: Documented values (README "Measured results", docs/parameters.md): olkn's after issue 13's fourteenth round (the
+#: component filters), norma's after the eleventh (the illumination compensation).
+HIGHWAY_F_OLKN = 0.964
 JITTERED_HIGHWAY_F_OLKN = 0.959
-UCSD_MEAN_F = {"olkn": 0.376, "norma": 0.330}
+UCSD_MEAN_F = {"olkn": 0.378, "norma": 0.330}
+#: The olkn pins' tolerance: issue 14's "quality unchanged" (the runs are seeded; only floating-point differences
+#: between machines move them, by far less).
+OLKN_TOLERANCE = 0.005
 #: README "Parameters" and docs/parameters.md (eighth round): olkn's accurate preset on UCSD birds, where the
 #: defaults score 0.176 (70 frames of 240x156; the preset runs at about 10 fps).
 BIRDS_F_ACCURATE = 0.701
@@ -37,14 +41,14 @@ UCSD_MEAN_F_PEERS = {"subsense": 0.401, "lobster": 0.372, "pbas": 0.317, "vibe":
 def test_default_olkn_highway_f(highway):
     rows, mean, failed = evaluate([highway], lambda: bgsub.create("olkn"))
     assert not failed
-    assert rows[0]["F"] == pytest.approx(HIGHWAY_F_OLKN, abs=0.01)
+    assert rows[0]["F"] == pytest.approx(HIGHWAY_F_OLKN, abs=OLKN_TOLERANCE)
 
 
 def test_default_olkn_jittered_highway_f(highway):
     # the blink feedback's target: issue 13 asks >= 0.85 on the jittered highway
     rows, mean, failed = evaluate([highway], lambda: bgsub.create("olkn"), augment="jitter")
     assert not failed
-    assert rows[0]["F"] == pytest.approx(JITTERED_HIGHWAY_F_OLKN, abs=0.01)
+    assert rows[0]["F"] == pytest.approx(JITTERED_HIGHWAY_F_OLKN, abs=OLKN_TOLERANCE)
 
 
 @pytest.mark.parametrize("algo", sorted(UCSD_MEAN_F))
@@ -56,7 +60,7 @@ def test_default_mean_f_on_the_ucsd_clips(shared_data, algo):
     assert len(paths) == 9
     rows, mean, failed = evaluate(paths, lambda: bgsub.create(algo))
     assert not failed
-    assert mean["F"] == pytest.approx(UCSD_MEAN_F[algo], abs=0.01)
+    assert mean["F"] == pytest.approx(UCSD_MEAN_F[algo], abs=OLKN_TOLERANCE if algo == "olkn" else 0.01)
 
 
 def test_accurate_preset_on_ucsd_birds(shared_data):
