@@ -219,9 +219,6 @@ class OLKNSubtractor(PixelKernelSubtractor):
         self._ref_sum = np.zeros((H, W), dtype=np.float32)
         self._ref_mass = np.zeros((H, W), dtype=np.float32)
         self._summed = np.zeros(H, dtype=np.int64)
-        self._todo = np.zeros((H, W), dtype=np.int32)
-        self._todo_q = np.zeros((H, W), dtype=np.int32)
-        self._todo_f = np.zeros((H, W), dtype=np.float64)
         self._cache_valid = False
 
     def _on_params_changed(self):
@@ -248,8 +245,7 @@ class OLKNSubtractor(PixelKernelSubtractor):
                                   p["r"], p["nu"], p["C"], *self._rho_args(), p_bg, p_fg, p_diff, p["diffuse_radius"],
                                   p["seed"], self.n_frames_, self._score, mask_out, nbr_mask, self._stepped,
                                   self.blink_, *self._blink_args(), self._ref, self._ref_sum, self._ref_mass,
-                                  bf.gaussian_slope(p["width"]), not self._cache_valid, self._summed, self._todo,
-                                  self._todo_q, self._todo_f)
+                                  bf.gaussian_slope(p["width"]), not self._cache_valid, self._summed)
             self._cache_valid = True
             return
         self._cache_valid = False
