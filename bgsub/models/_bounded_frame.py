@@ -243,7 +243,8 @@ _COLUMN = (1 << 27) - 1
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo,
                        rho_hi, adapt, by_blink, p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask,
-                       stepped, blink, post, gain, up, down, ref, ref_sum, ref_mass, slope, refresh_all, summed):
+                       stepped, blink, post, gain, up, down, ref, ref_sum, ref_mass, slope, refresh_all, filling,
+                       summed):
     """:func:`bgsub.models._frame_kernels.olkn_frame` with sums only where a bound does not decide.
 
     The arguments up to ``down`` are :func:`~bgsub.models._frame_kernels.olkn_frame`'s; the masks,
@@ -267,6 +268,9 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
     refresh_all : bool
         Every pixel sums in full (the cache is not valid: first frame, new parameters, another
         engine moved the state).
+    filling : bool
+        Some pixel's buffer is not full yet (it steps whatever the policy draws); False lets the
+        first loop skip every pixel's count.
     summed : int64 (H,)
         Output: the number of pixels of each row that summed in full.
     """
@@ -304,11 +308,11 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
         # deferred work: each pixel's tag (selects: no branch to mispredict on the policy's draws), then the list
         tags = np.empty(W, np.int32)
         ends = np.empty(W)  # a step's f in its saturated range (the bound's end)
-        if adapt <= 0.0:
+        if adapt <= 0.0 and not filling:  # every buffer full (no count to read: 1.2 ms less at 1280x720)
             for j in range(W):
                 fl = np.int32(flags[j])
                 p = p_fg if (fl & 2) != 0 else p_bg
-                selected = (ring[i, j, 1] < B) | (p >= PROB_ONE) | ((p > 0) & (draws[0, j] < p))
+                selected = (p >= PROB_ONE) | ((p > 0) & (draws[0, j] < p))  # as _selected_drawn
                 lo = bounds[0, j]
                 hi = bounds[1, j]
                 above = lo >= a_hi + SATURATION_MARGIN  # as _surrogate
@@ -318,7 +322,7 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
                 tag = step if selected else diffuse
                 tags[j] = tag if (fl & 1) != 0 else _EXACT
                 ends[j] = lo if above else hi
-        else:  # the adaptive update probability (_adaptive_prob, with its branches)
+        else:  # buffers filling, or the adaptive update probability (_adaptive_prob, with its branches)
             for j in range(W):
                 fl = flags[j]
                 selected = _selected_drawn((fl & 2) != 0, ring[i, j, 1], B,

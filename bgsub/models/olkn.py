@@ -219,6 +219,7 @@ class OLKNSubtractor(PixelKernelSubtractor):
         self._ref_sum = np.zeros((H, W), dtype=np.float32)
         self._ref_mass = np.zeros((H, W), dtype=np.float32)
         self._summed = np.zeros(H, dtype=np.int64)
+        self._buffers_full = False  # every pixel's buffer holds budget samples (their counts only grow)
         self._cache_valid = False
 
     def _on_params_changed(self):
@@ -241,11 +242,14 @@ class OLKNSubtractor(PixelKernelSubtractor):
     def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
         p = self.params
         if self._bounded():
+            if not self._buffers_full:
+                self._buffers_full = bool((self.ring_[..., 1] >= self.samples_.shape[2]).all())
             bf.olkn_frame_bounded(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
                                   p["r"], p["nu"], p["C"], *self._rho_args(), p_bg, p_fg, p_diff, p["diffuse_radius"],
                                   p["seed"], self.n_frames_, self._score, mask_out, nbr_mask, self._stepped,
                                   self.blink_, *self._blink_args(), self._ref, self._ref_sum, self._ref_mass,
-                                  bf.gaussian_slope(p["width"]), not self._cache_valid, self._summed)
+                                  bf.gaussian_slope(p["width"]), not self._cache_valid, not self._buffers_full,
+                                  self._summed)
             self._cache_valid = True
             return
         self._cache_valid = False

@@ -131,6 +131,28 @@ def test_checkpoint_resume_equals_an_uninterrupted_run(tmp_path):
         np.testing.assert_array_equal(resumed.apply(fr), whole.apply(fr))
 
 
+def test_buffers_that_fill_after_a_checkpoint_keep_the_bounded_engine_exact(tmp_path):
+    """The bounded engine skips each pixel's count once every buffer is full; a model saved while its buffers
+    were still filling (an empty start, frames that did not learn) and loaded again must be checked anew."""
+    frames = _stream()
+    rates = [0.0 if 3 <= t < 6 else 0.3 for t in range(len(frames))]
+    params = dict(init="empty", budget=12)
+    ref = bgsub.createOLKN(score_map="exact", **params)
+    sub = bgsub.createOLKN(**params)
+    for t in range(8):
+        np.testing.assert_array_equal(sub.apply(frames[t], learningRate=rates[t]),
+                                      ref.apply(frames[t], learningRate=rates[t]))
+    assert not sub._buffers_full and (sub.ring_[..., 1] < 12).any()
+    checkpoint.save(sub, tmp_path / "m.npz")
+    sub = checkpoint.load(tmp_path / "m.npz")
+    for t in range(8, len(frames)):
+        np.testing.assert_array_equal(sub.apply(frames[t], learningRate=rates[t]),
+                                      ref.apply(frames[t], learningRate=rates[t]))
+    assert sub._buffers_full
+    for name in STATE:
+        np.testing.assert_array_equal(getattr(sub, name), getattr(ref, name), err_msg=name)
+
+
 def test_primal_rule_runs_the_exact_engine():
     # eq. 68 reads f after every step, which a bound does not give
     sub = bgsub.createOLKN(rho_rule="primal")
