@@ -162,11 +162,15 @@ def binary_median(mask: np.ndarray, k: int) -> np.ndarray:
     """Median filter of a 0/255 mask with a ``k x k`` window (replicated border).
 
     On a binary image the median is a majority vote, so it is computed as a box
-    sum and a comparison: identical to ``cv2.medianBlur(mask, k)`` for 0/255
-    masks, and ~30x faster at k = 7 (0.09 ms vs 2.7 ms at 320x240, measured).
+    mean and a comparison: identical to ``cv2.medianBlur(mask, k)`` for 0/255
+    masks, and ~30x faster at k = 7 (0.09 ms vs 2.7 ms at 320x240, measured). The
+    8-bit mean of ``n`` set pixels among ``k * k`` is ``round(255 n / k^2)``, above 127
+    exactly when ``n > k^2 / 2`` for every odd ``k`` up to 15 (the nearest means are
+    1.6 and 0.6 apart from 127.5 at k = 15; tested for every ``n``), and the 8-bit
+    filter is faster than a 16-bit count (0.73 against 0.99 ms at 1280x720).
     """
-    counts = cv2.boxFilter(mask >> 7, cv2.CV_16U, (k, k), normalize=False, borderType=cv2.BORDER_REPLICATE)
-    return cv2.compare(counts, (k * k) // 2, cv2.CMP_GT)
+    mean = cv2.blur(mask, (k, k), borderType=cv2.BORDER_REPLICATE)
+    return cv2.threshold(mean, 127, 255, cv2.THRESH_BINARY)[1]
 
 
 def fill_holes(mask: np.ndarray, max_area: int) -> np.ndarray:

@@ -273,7 +273,7 @@ def test_highway_first_frames(highway):
     assert np.all(np.isfinite(sub.getScoreMap()))
 
 
-@pytest.mark.parametrize("k", [3, 5, 7, 9])
+@pytest.mark.parametrize("k", [3, 5, 7, 9, 11, 15])
 def test_binary_median_equals_opencv_median(k):
     import cv2
 
@@ -284,6 +284,12 @@ def test_binary_median_equals_opencv_median(k):
         m = np.where(rng.random((37, 53)) < density, np.uint8(255), np.uint8(0))
         m[5:20, 10:40] = 255
         np.testing.assert_array_equal(binary_median(m, k), cv2.medianBlur(m, k))
+    # every count of set pixels in the window, the majority's edge included
+    for n in range(k * k + 1):
+        m = np.zeros((k, k), np.uint8)
+        m.reshape(-1)[rng.permutation(k * k)[:n]] = 255
+        m = np.pad(m, k, mode="reflect")  # the window around the centre holds exactly n
+        assert (binary_median(m, k)[k + k // 2, k + k // 2] == 255) == (n > k * k // 2), n
 
 
 def test_shadow_suppression_clears_darker_copies_of_the_background_only():
