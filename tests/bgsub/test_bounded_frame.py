@@ -153,6 +153,23 @@ def test_buffers_that_fill_after_a_checkpoint_keep_the_bounded_engine_exact(tmp_
         np.testing.assert_array_equal(getattr(sub, name), getattr(ref, name), err_msg=name)
 
 
+def test_frame_ab_script_times_the_kernel_on_one_state(highway, tmp_path, capsys):
+    """benchmarks/bounded_frame_ab.py runs the tree's kernel on one frame and state (a variant module, compiled
+    afresh, would take most of a minute here); without the data it says where it looked."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bounded_frame_ab.py"
+    spec = importlib.util.spec_from_file_location("bounded_frame_ab", path)
+    ab = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ab)
+    assert ab.main(["--size", "64x48", "--reps", "2", "--data", str(highway.parents[2])]) == 0
+    out = capsys.readouterr().out
+    assert "64x48" in out and "same as the tree's: True" in out
+    assert ab.main(["--data", str(tmp_path)]) == 2
+    assert "CDnet highway not found" in capsys.readouterr().err
+
+
 def test_primal_rule_runs_the_exact_engine():
     # eq. 68 reads f after every step, which a bound does not give
     sub = bgsub.createOLKN(rho_rule="primal")
