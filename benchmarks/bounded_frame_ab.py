@@ -14,8 +14,8 @@ accumulators, samples, coefficients and rings are those of the module in the tre
 Variants may take the kernel's arguments of an earlier round (the ``(H, W)`` scratch arguments
 ``todo``, ``todo_q``, ``todo_f`` before the fourteenth round, no ``filling`` before it), so that
 the module at an earlier commit (``git show REV:bgsub/models/_bounded_frame.py > /tmp/old.py``)
-can be timed beside the current one. A variant's compiled code is cached beside it: remove its
-``__pycache__`` after editing it.
+can be timed beside the current one. Each variant is compiled afresh in a temporary folder
+(about half a minute each).
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -38,8 +40,12 @@ from bgsub.models.base import _prob
 OUTPUTS = ("samples", "coef", "ring", "rho", "blink", "mask")
 
 
-def _load(path: str, k: int):
-    spec = importlib.util.spec_from_file_location(f"bounded_frame_variant_{k}", path)
+def _load(path: str, k: int, folder: str):
+    """The variant at ``path``, loaded from a copy in ``folder`` (numba caches its compiled code beside the file,
+    and a cache written by an earlier run of a dynamically loaded module does not load again)."""
+    copy = os.path.join(folder, f"bounded_frame_variant_{k}.py")
+    shutil.copyfile(path, copy)
+    spec = importlib.util.spec_from_file_location(f"bounded_frame_variant_{k}", copy)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -65,7 +71,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"CDnet highway not found at {highway}: pass --data or set OLK_DATA_DIR", file=sys.stderr)
         return 2
     W, H = (int(v) for v in args.size.lower().split("x"))
-    modules = [bf] + [_load(path, k) for k, path in enumerate(args.variants, 1)]
+    folder = tempfile.mkdtemp(prefix="bounded_frame_ab_")
+    try:
+        modules = [bf] + [_load(path, k, folder) for k, path in enumerate(args.variants, 1)]
+        return _run(args, highway, modules, W, H)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _run(args, highway, modules, W, H) -> int:
     seq = load_sequence(highway)
     numbers = sorted(seq.input_paths)[args.start:args.start + 61]
     frames = [cv2.resize(seq.read_frame(n), (W, H)) for n in numbers]

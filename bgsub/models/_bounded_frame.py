@@ -47,7 +47,7 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from bgsub.models._frame_kernels import (PROB_ONE, _adaptive_prob, _diffuses, _diffusion_draw, _diffusion_neighbour,
+from bgsub.models._frame_kernels import (_adaptive_prob, _diffuses, _diffusion_draw, _diffusion_neighbour,
                                          _diffusion_source, _emit_where, _expansion_layout, _expansion_views, _hash24,
                                          _level, _olk_n_update, _selected, _selected_drawn, _vec)
 from learners.expansion import expansion_sum
@@ -128,13 +128,12 @@ def _recentre(x, xr, sv, cf, rg, ref_sum, ref_mass, i, j, nc, B, lut):
 @njit(cache=True, inline="always")
 def _surrogate(lo, hi, a_hi, a_lo):
     """``(True, f)`` with a value ``f`` that gives the multiplier every ``f`` in ``[lo, hi]`` gives, or
-    ``(False, 0)`` when the interval reaches into the unsaturated range (``1 + r - C < f < 1 + r - nu``).
+    ``(False, hi)`` when the interval reaches into the unsaturated range (``1 + r - C < f < 1 + r - nu``),
+    where ``f`` means nothing. Selects, not branches, so that the loop tagging a row's pixels vectorises.
     (No NaN sentinel: the loops are compiled with fastmath, which assumes there is none.)"""
-    if lo >= a_hi + SATURATION_MARGIN:
-        return True, lo
-    if hi <= a_lo - SATURATION_MARGIN:
-        return True, hi
-    return False, 0.0
+    above = lo >= a_hi + SATURATION_MARGIN
+    below = hi <= a_lo - SATURATION_MARGIN
+    return above | below, lo if above else hi
 
 
 @njit(cache=True, inline="always")
@@ -280,7 +279,6 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
     a_lo = 1.0 + r - C  # f <= a_lo: a = C
     period = REFRESH_PERIOD - 1
     quantile = rho_rule == RHO_QUANTILE
-    diffusing = (p_diff > 0) & (radius > 0)
     for i in prange(H):
         bounds = np.empty((2, W))
         _row_bounds(frame, ref, ref_sum, ref_mass, i, W, nc, fb, refb, scale, slope, np.empty(3 * W, np.int32),
@@ -308,23 +306,18 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
         # deferred work: each pixel's tag (selects: no branch to mispredict on the policy's draws), then the list
         tags = np.empty(W, np.int32)
         ends = np.empty(W)  # a step's f in its saturated range (the bound's end)
-        if adapt <= 0.0 and not filling:  # every buffer full (no count to read: 1.2 ms less at 1280x720)
+        if adapt <= 0.0 and not filling:  # every buffer full, one update probability: no count to read (1.2 ms
+            for j in range(W):  # less at 1280x720 than the loop below)
+                fl = np.int32(flags[j])
+                selected = _selected_drawn((fl & 2) != 0, B, B, p_bg, p_fg, draws[0, j])
+                known, fs = _surrogate(bounds[0, j], bounds[1, j], a_hi, a_lo)
+                step = _STEP if known else _EXACT_STEP
+                tag = step if selected else (_DIFFUSE if _diffuses(p_diff, radius, draws[1, j]) else 0)
+                tags[j] = tag if (fl & 1) != 0 else _EXACT
+                ends[j] = fs
+        else:  # buffers filling, or the adaptive update probability (_adaptive_prob)
             for j in range(W):
                 fl = np.int32(flags[j])
-                p = p_fg if (fl & 2) != 0 else p_bg
-                selected = (p >= PROB_ONE) | ((p > 0) & (draws[0, j] < p))  # as _selected_drawn
-                lo = bounds[0, j]
-                hi = bounds[1, j]
-                above = lo >= a_hi + SATURATION_MARGIN  # as _surrogate
-                below = hi <= a_lo - SATURATION_MARGIN
-                step = _STEP if (above | below) else _EXACT_STEP
-                diffuse = _DIFFUSE if (diffusing & (draws[1, j] < p_diff)) else 0
-                tag = step if selected else diffuse
-                tags[j] = tag if (fl & 1) != 0 else _EXACT
-                ends[j] = lo if above else hi
-        else:  # buffers filling, or the adaptive update probability (_adaptive_prob, with its branches)
-            for j in range(W):
-                fl = flags[j]
                 selected = _selected_drawn((fl & 2) != 0, ring[i, j, 1], B,
                                            _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho[i, j], rho_lo), p_fg,
                                            draws[0, j])

@@ -355,9 +355,10 @@ def _selected(fg, count, B, p_bg, p_fg, seed, frame_no, index):
 
 @njit(cache=True, inline="always")
 def _selected_drawn(fg, count, B, p_bg, p_fg, draw):
-    """:func:`_selected` with its draw ``_hash24(seed, frame_no, index)`` made beforehand."""
+    """:func:`_selected` with its draw ``_hash24(seed, frame_no, index)`` made beforehand (without branches, so
+    that a loop over a row's pixels vectorises: the bounded frame's)."""
     p = p_fg if fg else p_bg
-    return count < B or p >= PROB_ONE or (p > 0 and draw < p)
+    return (count < B) | (p >= PROB_ONE) | ((p > 0) & (draw < p))
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -457,8 +458,9 @@ def _diffusion_draw(seed, frame_no, index):
 
 @njit(cache=True, inline="always")
 def _diffuses(p_diff, radius, draw):
-    """Whether a pixel whose :func:`_diffusion_draw` is ``draw`` learns a neighbour's value this frame."""
-    return p_diff > 0 and radius > 0 and draw < p_diff
+    """Whether a pixel whose :func:`_diffusion_draw` is ``draw`` learns a neighbour's value this frame (without
+    branches, as :func:`_selected_drawn`)."""
+    return (p_diff > 0) & (radius > 0) & (draw < p_diff)
 
 
 @njit(cache=True, inline="always")
