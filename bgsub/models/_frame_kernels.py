@@ -445,8 +445,8 @@ def _diffusion_source(nbr_mask, i, j, H, W, radius, p_diff, seed, frame_no, inde
     Equivalent in distribution to a background pixel pushing its value into a
     random neighbour's model. Two extra hashes of ``(seed, frame, pixel)``.
     """
-    if not _diffuses(p_diff, radius, _diffusion_draw(seed, frame_no, index)):
-        return -1
+    if p_diff <= 0 or radius <= 0 or not _diffuses(p_diff, radius, _diffusion_draw(seed, frame_no, index)):
+        return -1  # (no draw made where diffusion is off: norma's default, every pixel every frame)
     return _diffusion_neighbour(nbr_mask, i, j, H, W, radius, seed, frame_no, index)
 
 
