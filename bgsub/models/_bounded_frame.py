@@ -239,6 +239,17 @@ _EXACT_STEP = 1 << 30  # it learns its own value, and its multiplier needs the f
 _COLUMN = (1 << 27) - 1
 
 
+@njit(cache=True, inline="always")
+def _tag(flag, selected, lo, hi, a_hi, a_lo, p_diff, radius, diffusion_draw):
+    """``(tag, f)``: what the second loop does with a pixel of first-loop ``flag`` (bit 0: decided, bit 1: its own
+    decision foreground) whose ``f`` lies in ``[lo, hi]`` and whose update draw ``selected`` it, and the ``f`` a
+    step takes when the bound gives its multiplier (:func:`_surrogate`). Selects, not branches."""
+    known, f = _surrogate(lo, hi, a_hi, a_lo)
+    step = _STEP if known else _EXACT_STEP
+    tag = step if selected else (_DIFFUSE if _diffuses(p_diff, radius, diffusion_draw) else 0)
+    return (tag if (flag & 1) != 0 else _EXACT), f
+
+
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo,
                        rho_hi, adapt, by_blink, p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask,
@@ -310,22 +321,16 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
             for j in range(W):  # less at 1280x720 than the loop below)
                 fl = np.int32(flags[j])
                 selected = _selected_drawn((fl & 2) != 0, B, B, p_bg, p_fg, draws[0, j])
-                known, fs = _surrogate(bounds[0, j], bounds[1, j], a_hi, a_lo)
-                step = _STEP if known else _EXACT_STEP
-                tag = step if selected else (_DIFFUSE if _diffuses(p_diff, radius, draws[1, j]) else 0)
-                tags[j] = tag if (fl & 1) != 0 else _EXACT
-                ends[j] = fs
+                tags[j], ends[j] = _tag(fl, selected, bounds[0, j], bounds[1, j], a_hi, a_lo, p_diff, radius,
+                                        draws[1, j])
         else:  # buffers filling, or the adaptive update probability (_adaptive_prob)
             for j in range(W):
                 fl = np.int32(flags[j])
                 selected = _selected_drawn((fl & 2) != 0, ring[i, j, 1], B,
                                            _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho[i, j], rho_lo), p_fg,
                                            draws[0, j])
-                known, fs = _surrogate(bounds[0, j], bounds[1, j], a_hi, a_lo)
-                step = _STEP if known else _EXACT_STEP
-                tag = step if selected else (_DIFFUSE if _diffuses(p_diff, radius, draws[1, j]) else 0)
-                tags[j] = tag if (fl & 1) != 0 else _EXACT
-                ends[j] = fs
+                tags[j], ends[j] = _tag(fl, selected, bounds[0, j], bounds[1, j], a_hi, a_lo, p_diff, radius,
+                                        draws[1, j])
         todo = np.empty(W, np.int32)
         todo_f = np.empty(W)
         n_todo = 0
