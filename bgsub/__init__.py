@@ -11,6 +11,10 @@ Subtractors follow OpenCV's interface::
 ``lobster``, ``pbas`` and ``vibe`` where its wrapper ``pybgs`` is installed).
 """
 
+# First: importing learners stamps every jitted function's cache with all the project's jitted sources
+# (learners._numba_cache), before bgsub's kernels are decorated.
+import learners  # noqa: F401,E402
+
 from bgsub.registry import (  # noqa: F401
     ParamSpec,
     algorithms,

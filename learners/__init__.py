@@ -20,6 +20,11 @@ in :mod:`learners.expansion`.
 
 import importlib
 
+from learners._numba_cache import install as _install_numba_cache
+
+# Before any jitted function of learners or bgsub is decorated: their cache is stamped with all their sources.
+_install_numba_cache()
+
 __version__ = "0.1.0"
 
 # Estimators are imported on first use (PEP 562), so that ``learners.steps`` and the

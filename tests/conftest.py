@@ -1,4 +1,4 @@
-"""Shared fixtures: where the real data lives, and a clean numba cache."""
+"""Shared fixtures: where the real data lives."""
 
 from __future__ import annotations
 
