@@ -29,6 +29,33 @@ SCALE_MAX = 1e10
 
 
 @njit(cache=True, fastmath=True, inline="always")
+def _lut_run_sum(x, sv, coef, lo, hi, lut, total):
+    """``total`` plus ``coef[s] k(sv[s], x)`` for the slots ``lo <= s < hi`` in order, with the Gaussian table
+    ``lut`` (0 past its end)."""
+    n = lut.shape[0]
+    if sv.shape[1] == 3:
+        x0 = np.int32(x[0])
+        x1 = np.int32(x[1])
+        x2 = np.int32(x[2])
+        for slot in range(lo, hi):
+            e0 = np.int32(sv[slot, 0]) - x0
+            e1 = np.int32(sv[slot, 1]) - x1
+            e2 = np.int32(sv[slot, 2]) - x2
+            d2 = e0 * e0 + e1 * e1 + e2 * e2
+            if d2 < n:
+                total += np.float64(coef[slot]) * np.float64(lut[d2])
+    else:
+        for slot in range(lo, hi):
+            d2 = 0
+            for c in range(sv.shape[1]):
+                diff = np.int32(sv[slot, c]) - np.int32(x[c])
+                d2 += diff * diff
+            if d2 < n:
+                total += np.float64(coef[slot]) * np.float64(lut[d2])
+    return total
+
+
+@njit(cache=True, fastmath=True, inline="always")
 def expansion_sum(x, sv, coef, ring, kind, width, degree, coef0, lut):
     """Unscaled sum over live terms, and the oldest term's share.
 
@@ -81,19 +108,14 @@ def expansion_sum(x, sv, coef, ring, kind, width, degree, coef0, lut):
             if d2 < n:
                 oldest = np.float64(coef[start]) * np.float64(lut[d2])
             return total, oldest
-        for j in range(count):
-            slot = start + j
-            if slot >= B:
-                slot -= B
-            d2 = 0
-            for c in range(d):
-                diff = np.int32(sv[slot, c]) - np.int32(x[c])
-                d2 += diff * diff
-            if d2 < n:
-                term = np.float64(coef[slot]) * np.float64(lut[d2])
-                total += term
-                if j == 0 and count == B:
-                    oldest = term
+        # A filling buffer (no term is evicted): its live slots, oldest first, as at most two runs in storage
+        # order (the ring's wrap-around), each without a per-slot wrap test and with the 3-channel case
+        # unrolled. The same terms added in the same order as slot by slot, so the same sum to the bit; a
+        # 1920x1080 bootstrap, whose buffers fill step by step, runs in about two thirds of the time.
+        end = start + count
+        total = _lut_run_sum(x, sv, coef, start, min(end, B), lut, total)
+        if end > B:
+            total = _lut_run_sum(x, sv, coef, 0, end - B, lut, total)
     elif kind == GAUSSIAN_LUT_SCALED:
         # per-pixel widths (bgsub's adapt_width): the table at d2 / width^2, inlined (through
         # kernel_value every term would be a call: 8x slower per pixel, measured); a full buffer in
