@@ -11,9 +11,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QSettings, Qt, Signal, Slot
+from PySide6.QtCore import QEventLoop, QSettings, Qt, Signal, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
+    QApplication,
     QFileDialog,
     QLabel,
     QMainWindow,
@@ -440,12 +441,17 @@ class MainWindow(QMainWindow):
         if key in self._warmed:
             return
         try:
-            seconds = warm_up(algo, params)
+            seconds = warm_up(algo, params, on_compile=self._show_now)
         except Exception:
             return
         self._warmed.add(key)
         if seconds > 1.0:
             self.statusBar().showMessage(f"{algo} prepared in {seconds:.1f} s (compiled on first use)")
+
+    def _show_now(self, message: str) -> None:
+        """Show ``message`` in the status bar before the GUI thread blocks (numba compiling)."""
+        self.statusBar().showMessage(message)
+        QApplication.processEvents(QEventLoop.ProcessEventsFlag.ExcludeUserInputEvents)
 
     def _set_threshold(self, value: float) -> None:
         self.controls.set_threshold(value)

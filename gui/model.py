@@ -23,6 +23,7 @@ import numpy as np
 
 from bgsub import registry
 from bgsub.checkpoint import algorithm_name
+from bgsub.commands._common import compile_note
 from bgsub.checkpoint import load as load_checkpoint
 from bgsub.metrics import ConfusionCounts
 from bgsub.pipeline import DetectedObject, MaskFiles, ObjectsFile, OverlayVideo, Pipeline, Region, Scores, Sink
@@ -47,7 +48,8 @@ PREFERRED_ALGORITHMS = ("olkn", "norma", "knn", "mog2")
 WARM_UP_SIZE = (16, 16)
 
 
-def warm_up(algo: str, params: dict[str, Any] | None = None, frames: int = 3) -> float:
+def warm_up(algo: str, params: dict[str, Any] | None = None, frames: int = 3,
+            on_compile: Callable[[str], None] | None = None) -> float:
     """Run a throwaway ``algo`` subtractor on a few tiny frames in the calling thread.
 
     Numba compiles (or loads from its cache) a subtractor's kernels on first use,
@@ -55,7 +57,9 @@ def warm_up(algo: str, params: dict[str, Any] | None = None, frames: int = 3) ->
     thread processes frames keeps those imports out of the worker: with PySide6
     6.11, a worker thread importing numba's modules while the GUI thread runs
     Qt's event loop crashed the process (segmentation fault) in about one test
-    run in six here. Cheap once compiled (milliseconds).
+    run in six here. Cheap once compiled (milliseconds). Where numba's cache does not hold the kernels (the
+    first run after an install or an upgrade: about a minute for olkn's on 2 cores), ``on_compile`` is first
+    called with a sentence saying so, for the window to show while it waits.
 
     Returns
     -------
@@ -64,6 +68,9 @@ def warm_up(algo: str, params: dict[str, Any] | None = None, frames: int = 3) ->
     """
     start = time.perf_counter()
     subtractor = registry.create(algo, **dict(params or {}))
+    note = compile_note(subtractor) if on_compile is not None else None
+    if note:
+        on_compile(note)
     rng = np.random.default_rng(0)
     h, w = WARM_UP_SIZE
     for _ in range(frames):

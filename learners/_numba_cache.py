@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import pickle
 import re
 from pathlib import Path
 
 from numba.core import caching
 
-__all__ = ["install", "jitted_sources", "source_stamp"]
+__all__ = ["install", "is_cached", "jitted_sources", "source_stamp"]
 
 #: The packages whose jitted functions inline each other's.
 PACKAGES = ("learners", "bgsub")
@@ -108,3 +109,12 @@ def install() -> None:
     classes = caching.CacheImpl._locator_classes
     if classes[: len(_LOCATORS)] != list(_LOCATORS):
         classes[:] = list(_LOCATORS) + [c for c in classes if c not in _LOCATORS]
+
+
+def is_cached(dispatcher) -> bool:
+    """Whether numba's cache holds ``dispatcher`` compiled from the current sources (for some signature): if
+    not, its first call compiles it. True where that cannot be told (not a cached jitted function)."""
+    try:
+        return bool(dispatcher._cache._cache_file._load_index())
+    except (AttributeError, OSError, EOFError, pickle.UnpicklingError):
+        return True

@@ -53,6 +53,16 @@ def parse_size(text: str, option: str, minimum: int, example: str) -> tuple[int,
     return w, h
 
 
+def compile_note(subtractor) -> str | None:
+    """What to tell a user whose first frame will wait for numba to compile ``subtractor``'s kernels (they are
+    not in numba's cache for the installed sources), else None."""
+    missing = subtractor.uncompiled_kernels() if hasattr(subtractor, "uncompiled_kernels") else []
+    if not missing:
+        return None
+    return (f"numba is compiling the frame kernels ({', '.join(missing)}) before the first frame: about a minute "
+            "on a 2-core machine, once; later runs load them from its cache")
+
+
 def describe_params(algo: str, params: dict) -> str:
     """``algo k=v k=v ...``."""
     return " ".join([algo] + [f"{k}={v}" for k, v in params.items()])

@@ -18,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-from bgsub.commands._common import DEFAULT_OUTPUT_ROOT, add_algorithm_arguments, describe_params, error
+from bgsub.commands._common import DEFAULT_OUTPUT_ROOT, add_algorithm_arguments, compile_note, describe_params, error
 from bgsub.metrics import format_metrics
 from bgsub.pipeline import Callback, MaskFiles, Pipeline, Scores
 from bgsub.settings import ConfigError, resolve_algorithm
@@ -82,6 +82,7 @@ def _run_one(seq_path: Path, algo: str, params: dict, out: Path | None, quiet: b
     """The sample through one pipeline: masks into ``out``, scores; frame ``keep_frame`` kept for the picture."""
     from bgsub.registry import create
 
+    subtractor = create(algo, **params)
     with open_source(seq_path) as source:
         sinks: list = [Scores(roc=False)]
         if out is not None:
@@ -89,6 +90,10 @@ def _run_one(seq_path: Path, algo: str, params: dict, out: Path | None, quiet: b
         bar = None
         if not quiet:
             from tqdm import tqdm
+
+            note = compile_note(subtractor)
+            if note:
+                print(note, file=sys.stderr)
 
             bar = tqdm(total=source.frame_count, unit="frame", desc=algo, dynamic_ncols=True)
             sinks.append(Callback(lambda o: bar.update(1)))
@@ -99,7 +104,7 @@ def _run_one(seq_path: Path, algo: str, params: dict, out: Path | None, quiet: b
 
             sinks.append(Callback(keep))
         try:
-            result = Pipeline(create(algo, **params), sinks=sinks).run(source)
+            result = Pipeline(subtractor, sinks=sinks).run(source)
         finally:
             if bar is not None:
                 bar.close()

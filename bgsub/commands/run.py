@@ -167,6 +167,9 @@ def main(args: argparse.Namespace) -> int:
         resumed = f" (resumed after frame {args.start + seen - 1} from {args.resume})" if args.resume else ""
         print(f"{source.describe()} -> {common.describe_params(algo, params)}{resumed}", file=sys.stderr)
         bar = status = None
+        note = None if args.quiet else common.compile_note(subtractor)
+        if note:
+            print(note, file=sys.stderr)
         if not args.quiet:
             if source.is_live:
                 status = _CameraStatus(source.describe())

@@ -24,6 +24,7 @@ from bgsub.models import _frame_kernels as fk
 from bgsub.models import _components, _illumination, _texture
 from bgsub.models._registration import ShiftEstimator
 from bgsub.registry import ParamSpec
+from learners._numba_cache import is_cached
 from learners.expansion import needs_renormalise
 from learners.kernels import gaussian_lut
 
@@ -590,7 +591,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
                 self.relearn_left_ -= 1
             elif lr == -1 and 0 < self.n_frames_ <= self.params["warmup_frames"]:
                 p_bg = _PROB_ONE
-            if self.params["update_mask"] == "raw" and self.params.get("match_radius", 0) == 0:
+            if self._fused():
                 # score, raw mask and update in one pass; post-processing only filters the output.
                 # Diffusion reads the previous frame's raw mask (other rows are being written).
                 self._frame(img, p_bg, p_fg, p_diff, self._rawmask, self.prev_mask_)
@@ -864,6 +865,20 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
 
     def _bootstrap_done(self) -> None:
         """Hook after the bootstrap (e.g. set the offsets)."""
+
+    def _fused(self) -> bool:
+        """Whether a learning frame is one pass (:meth:`_frame`) rather than a score pass and an update pass."""
+        return self.params["update_mask"] == "raw" and self.params.get("match_radius", 0) == 0
+
+    def _frame_kernels(self) -> tuple:
+        """The jitted functions the next frames run with the current parameters (the large ones, whose
+        compilation a user waits for; default: none listed)."""
+        return ()
+
+    def uncompiled_kernels(self) -> list[str]:
+        """Names of :meth:`_frame_kernels` that numba's cache does not hold for the current sources: the first
+        frame compiles them (about a minute for olkn's on a 2-core machine), later runs load them."""
+        return [k.__name__ for k in self._frame_kernels() if not is_cached(k)]
 
     def getScoreMap(self) -> np.ndarray | None:
         """float32 (H, W) novelty score of the last frame; ``> 0`` is the raw foreground.

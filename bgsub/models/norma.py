@@ -103,6 +103,11 @@ class NORMASubtractor(PixelKernelSubtractor):
         R = (self.params["budget"] + 2) * self.params["eta"]
         return (-R, R)
 
+    def _frame_kernels(self):
+        frames = (fk.norma_frame,) if self._fused() else (fk.score_frame, fk.norma_update_frame)
+        boot = (fk.push_bootstrap,) if self.params["init"] == "neighbours" and self._can_bootstrap_pixelwise() else ()
+        return frames + boot
+
     def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
         p = self.params
         fk.norma_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["eta"],

@@ -239,6 +239,14 @@ class OLKNSubtractor(PixelKernelSubtractor):
         return (p["score_map"] == "bounded" and OLKN_RHO_RULES[p["rho_rule"]] != RHO_PRIMAL
                 and not self._per_pixel_width() and not self._texture_on())
 
+    def _frame_kernels(self):
+        if self._fused():
+            frames = (bf.olkn_frame_bounded if self._bounded() else fk.olkn_frame,)
+        else:
+            frames = (fk.score_frame, fk.olkn_update_frame)
+        boot = (fk.olkn_bootstrap,) if self.params["init"] == "neighbours" and self._can_bootstrap_pixelwise() else ()
+        return frames + boot
+
     def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
         p = self.params
         if self._bounded():

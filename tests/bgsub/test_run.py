@@ -254,3 +254,33 @@ def test_out_that_is_a_file_is_refused(tmp_path, clip, capsys):
     assert cli(["run", str(clip), "--algo", "knn", "--out", str(f), "--quiet"]) == 2
     assert "is a file; give a folder" in capsys.readouterr().err
     assert f.read_text() == "x"
+
+
+def test_run_says_when_the_first_frame_waits_for_numba(tmp_path, capsys, monkeypatch):
+    """The first run after an install or an upgrade compiles the frame kernels (about a minute): it says so,
+    naming the kernels its parameters run; with them in numba's cache it says nothing."""
+    import bgsub
+    import bgsub.models.base as base
+    from bgsub.commands._common import compile_note
+
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i in range(1, 4):
+        cv2.imwrite(str(frames / f"in{i:06d}.png"), np.full((48, 64, 3), 90 + i, np.uint8))
+    args = ["run", str(frames), "--algo", "olkn", "--out", str(tmp_path / "out")]
+    assert cli(args) == 0  # compiles them now if numba's cache did not hold them (and says so)
+    capsys.readouterr()
+    assert cli(args) == 0
+    assert "numba is compiling" not in capsys.readouterr().err
+
+    monkeypatch.setattr(base, "is_cached", lambda dispatcher: False)  # as with an empty cache
+    assert cli(args + ["--set", "score_map=exact"]) == 0
+    err = capsys.readouterr().err
+    assert "numba is compiling the frame kernels (olkn_frame, olkn_bootstrap) before the first frame" in err
+    assert cli(args + ["--quiet"]) == 0
+    assert "numba is compiling" not in capsys.readouterr().err
+
+    assert "(olkn_frame_bounded, olkn_bootstrap)" in compile_note(bgsub.create("olkn"))
+    assert "(score_frame, olkn_update_frame)" in compile_note(bgsub.create("olkn", update_mask="post", init="empty"))
+    assert "(score_frame, norma_update_frame, push_bootstrap)" in compile_note(bgsub.create("norma"))
+    assert compile_note(bgsub.create("knn")) is None  # OpenCV's: nothing to compile

@@ -323,6 +323,22 @@ def test_warm_up_runs_each_algorithm_on_tiny_frames(algo, monkeypatch):
     assert score is not None and score.shape == gui.model.WARM_UP_SIZE
 
 
+def test_warm_up_says_before_it_compiles(monkeypatch):
+    """Before numba compiles the kernels (about a minute the first time), the window gets a sentence to show."""
+    import bgsub.models.base as base
+    from gui.model import warm_up
+
+    notes = []
+    warm_up("olkn", registry.default_params("olkn"), frames=1)  # compiles them if numba's cache did not hold them
+    warm_up("olkn", registry.default_params("olkn"), frames=1, on_compile=notes.append)
+    assert notes == []  # in the cache now: nothing to wait for
+    monkeypatch.setattr(base, "is_cached", lambda dispatcher: False)
+    warm_up("olkn", registry.default_params("olkn"), frames=1, on_compile=notes.append)
+    assert len(notes) == 1 and "numba is compiling the frame kernels (olkn_frame_bounded" in notes[0]
+    warm_up("knn", registry.default_params("knn"), frames=1, on_compile=notes.append)
+    assert len(notes) == 1  # OpenCV's subtractors compile nothing
+
+
 def test_warm_up_refuses_bad_parameters():
     from gui.model import warm_up
 

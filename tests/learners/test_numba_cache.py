@@ -68,3 +68,22 @@ def test_other_packages_keep_numbas_locators(tmp_path):
         assert type(locator).__module__ == "numba.core.caching"
     finally:
         del sys.modules["elsewhere_jitted"]
+
+
+def test_is_cached_tells_whether_the_first_call_compiles(tmp_path):
+    module = tmp_path / "cached_once.py"
+    module.write_text("from numba import njit\n\n@njit(cache=True)\ndef thrice(x):\n    return 3 * x\n")
+
+    def load():
+        spec = importlib.util.spec_from_file_location("cached_once", module)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+
+    first = load()
+    assert not _numba_cache.is_cached(first.thrice)
+    assert first.thrice(2) == 6  # compiles and writes the cache
+    assert _numba_cache.is_cached(load().thrice)  # a new process (here: a new module) would load it
+    module.write_text(module.read_text() + "\n# edited\n")
+    assert not _numba_cache.is_cached(load().thrice)  # stale: compiled from other sources
+    assert _numba_cache.is_cached(len)  # not a jitted function: nothing to tell
