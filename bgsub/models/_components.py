@@ -127,7 +127,35 @@ def small_runs(mask, background, area):
     Returns ``(starts, ends, first, small, count)``: the runs as :func:`_runs`, ``small`` (bool, one per
     run) and the number of runs chosen."""
     starts, ends, first = _runs(mask, background)
-    H = mask.shape[0]
+    parent = _joined(starts, ends, first, background)
+    n = parent.shape[0]
+    size = np.zeros(n, np.int64)
+    for r in range(n):
+        size[_find(parent, r)] += ends[r] - starts[r]
+    small = np.empty(n, np.bool_)
+    count = 0
+    for r in range(n):
+        small[r] = size[_find(parent, r)] < area
+        count += small[r]
+    return starts, ends, first, small, count
+
+
+@njit(cache=True, nogil=True)
+def count_components(mask):
+    """The number of the foreground's 8-connected components (``cv2.connectedComponents`` minus one)."""
+    starts, ends, first = _runs(mask, False)
+    parent = _joined(starts, ends, first, False)
+    count = 0
+    for r in range(parent.shape[0]):
+        count += _find(parent, r) == r
+    return count
+
+
+@njit(cache=True, nogil=True)
+def _joined(starts, ends, first, background):
+    """The union-find forest of the runs (as :func:`_runs`) whose components are the foreground's 8-connected
+    ones (``background`` False) or the background's 4-connected ones."""
+    H = first.shape[0] - 1
     n = first[H]
     reach = 0 if background else 1  # runs touch across rows when they overlap by this much less than one
     parent = np.arange(n)
@@ -143,15 +171,7 @@ def small_runs(mask, background, area):
                 p += 1
             else:
                 c += 1
-    size = np.zeros(n, np.int64)
-    for r in range(n):
-        size[_find(parent, r)] += ends[r] - starts[r]
-    small = np.empty(n, np.bool_)
-    count = 0
-    for r in range(n):
-        small[r] = size[_find(parent, r)] < area
-        count += small[r]
-    return starts, ends, first, small, count
+    return parent
 
 
 @njit(cache=True, nogil=True)

@@ -88,6 +88,14 @@ COMMON_PARAMS = (
     ParamSpec("relearn_frames", int, 10, "frames of forced learning after a sudden global change", "frames",
               1, 1000),
     ParamSpec("median", int, 7, "median filter of the mask, aperture (0: off; odd)", "pixels", 0, 15),
+    ParamSpec("median_max", int, 0,
+              "larger median aperture used while the mask is cluttered: while the running mean number of blobs "
+              "(8-connected) in the median's output reaches median_blobs, the raw mask is filtered with this "
+              "aperture instead (0: off; odd; acts only where larger than median)", "pixels", 0, 15),
+    ParamSpec("median_blobs", float, 10.0, "median_max: the running mean number of blobs a frame from which the "
+              "larger aperture is used", "blobs", 0.0, 1e6),
+    ParamSpec("median_rate", float, 0.05, "median_max: rate of the running mean number of blobs", "per frame",
+              0.0, 1.0),
     ParamSpec("open", int, 0, "morphological opening of the mask, square size (0: off)", "pixels", 0, 15),
     ParamSpec("close", int, 0, "morphological closing of the mask, square size (0: off)", "pixels", 0, 15),
     ParamSpec("min_area", int, 0, "remove foreground blobs smaller than this (0: off)", "pixels", 0, 100000),
@@ -329,6 +337,9 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
     gain_ : float
         Global gain of the last frame against the model (``illumination="gain"``; 1.0 while off): the last
         estimate that counted. Frames are divided by it when it differs from 1 by more than 0.003.
+    blobs_ : float
+        Running mean number of blobs (8-connected) in the mask after the ``median`` aperture (``median_max``;
+        -1 before its first frame): from ``median_blobs`` on, the larger aperture filters the mask.
     """
 
     _SPECS: tuple[ParamSpec, ...] = ()
@@ -337,13 +348,13 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
     _STATE_ARRAYS: tuple[str, ...] = ("samples_", "coef_", "ring_", "rho_", "prev_mask_", "blink_", "post_mask_",
                                       "stabilise_reference_")
     _STATE_SCALARS: tuple[str, ...] = ("scale_", "n_frames_", "n_steps_", "relearn_left_", "stabilise_saturated_",
-                                       "gain_")
+                                       "gain_", "blobs_")
     #: Scalars that joined the state after checkpoints of the current layout were first written: a checkpoint
     #: without one continues from its initial value.
-    _ADDED_SCALARS: tuple[str, ...] = ("gain_",)
+    _ADDED_SCALARS: tuple[str, ...] = ("gain_", "blobs_")
     #: Parameters that joined after checkpoints of the current layout were first written, with the value that
     #: behaves as the versions before them (a checkpoint without the parameter continues with it).
-    _ADDED_PARAMS: dict[str, Any] = {"illumination": "off"}
+    _ADDED_PARAMS: dict[str, Any] = {"illumination": "off", "median_max": 0}
     #: 2: ``blink_`` and ``post_mask_`` (the blink feedback) joined the state; 3: the stabiliser's reference
     #: and counter.
     _STATE_LAYOUT = 3
@@ -376,7 +387,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
 
     # ------------------------------------------------------------------ params
     def _check(self, values: dict[str, Any]) -> None:
-        for name in ("median",):
+        for name in ("median", "median_max"):
             v = values.get(name, 0)
             if v and v % 2 == 0:
                 raise ValueError(f"{name} must be 0 or an odd aperture, got {v}")
@@ -420,6 +431,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
     def reset(self) -> None:
         """Forget the model; the next frame may have any size."""
         self.frame_shape_: tuple[int, int] | None = None
+        self.blobs_ = -1.0
         self.input_shape_: tuple[int, int] | None = None
         self.channels_: int | None = None
         self.samples_ = None
@@ -536,7 +548,14 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
             fk.suppress_shadows(self._img, self.samples_, self.coef_, self.ring_, mask, p["shadow_low"], 0.95,
                                 p["shadow_chroma"])
         if p["median"] >= 3:
-            mask = binary_median(mask, p["median"])
+            filtered = binary_median(mask, p["median"])
+            if p["median_max"] > p["median"]:
+                # the clutter is counted at the base aperture, so the choice does not feed back into it
+                n = _components.count_components(filtered)
+                self.blobs_ = float(n) if self.blobs_ < 0 else self.blobs_ + p["median_rate"] * (n - self.blobs_)
+                if self.blobs_ >= p["median_blobs"]:
+                    filtered = binary_median(mask, p["median_max"])
+            mask = filtered
         if p["open"] >= 2:
             k = np.ones((p["open"], p["open"]), np.uint8)
             mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, k)

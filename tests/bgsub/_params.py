@@ -4,4 +4,5 @@
 #: rho_nu 0.1``, no stabiliser, no warm-up, no component filters): the small synthetic scenes of the tests of other mechanisms
 #: (per-pixel widths, feedback, texture, the quantile offset) are sized for that kernel's reach and pace; the
 #: defaults' own behaviour is tested on real frames and in the data tests.
-ROUND7 = dict(width=40.0, nu=0.1, C=0.2, rho_nu=0.1, stabilise="off", warmup_frames=0, min_area=0, fill_holes=0)
+ROUND7 = dict(width=40.0, nu=0.1, C=0.2, rho_nu=0.1, stabilise="off", warmup_frames=0, min_area=0, fill_holes=0,
+              median_max=0)

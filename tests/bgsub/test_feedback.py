@@ -9,7 +9,8 @@ import pytest
 
 import bgsub
 from bgsub.augment import translate
-from bgsub.models.base import fill_holes, remove_small
+from bgsub.models._components import count_components
+from bgsub.models.base import binary_median, fill_holes, remove_small
 from learners import steps
 from tests.bgsub._params import ROUND7
 
@@ -226,6 +227,44 @@ def test_component_filters_match_a_flood_fill_transcription():
                         filled[a, b] = 255
             assert np.array_equal(remove_small(mask, area), removed), (k, area)
             assert np.array_equal(fill_holes(mask, area), filled), (k, area)
+        assert count_components(np.ascontiguousarray(mask)) == len(_components(mask > 0, 8)), k
+
+
+def test_a_cluttered_mask_gets_the_larger_median(tmp_path):
+    """median_max: while the running mean number of blobs after the base median reaches median_blobs, the raw
+    mask is filtered with the larger aperture; the mean is counted at the base aperture (no feedback from the
+    choice), starts at the first frame's count, and is kept in checkpoints (blobs_)."""
+    rng = np.random.default_rng(7)
+    clutter = np.zeros((60, 80), np.uint8)
+    for _ in range(30):  # 30 separate 4x4 squares: 30 blobs at median 3, gone at median 9
+        y, x = rng.integers(0, 14) * 4, rng.integers(0, 19) * 4
+        clutter[y:y + 4, x:x + 4] = 255
+    clutter[::8] = 0  # keep them apart
+    clutter[:, ::8] = 0
+    clean = np.zeros((60, 80), np.uint8)
+    clean[20:40, 30:50] = 255  # one object
+    base = dict(QUIET, median=3, median_max=9, median_blobs=5, median_rate=0.5, min_area=0, fill_holes=0)
+    sub = bgsub.create("olkn", **base)
+    n = count_components(binary_median(clutter, 3))
+    assert n >= 9
+    assert np.array_equal(sub._postprocess(clutter), binary_median(clutter, 9))  # the first frame's count: n
+    assert sub.blobs_ == n
+    assert np.array_equal(sub._postprocess(clean), binary_median(clean, 9))  # the mean (n + 1) / 2 still >= 5
+    assert sub.blobs_ == pytest.approx((n + 1) / 2)
+    for _ in range(6):
+        out = sub._postprocess(clean)
+    assert sub.blobs_ < 5 and np.array_equal(out, binary_median(clean, 3))  # the mean fell: the base aperture
+    live = bgsub.create("olkn", **base)
+    for frame in (clutter, clean, clutter):
+        live.apply(np.dstack([frame] * 3))
+    live.save(tmp_path / "model.npz")
+    assert live.blobs_ >= 0 and bgsub.load(tmp_path / "model.npz").blobs_ == live.blobs_
+    off = bgsub.create("olkn", **dict(base, median_max=0))
+    assert np.array_equal(off._postprocess(clutter), binary_median(clutter, 3)) and off.blobs_ == -1.0
+    assert bgsub.create("olkn").get_params()["median_max"] == 9  # olkn's default
+    assert bgsub.create("norma").get_params()["median_max"] == 0  # norma loses with it
+    with pytest.raises(ValueError, match="median_max must be 0 or an odd aperture, got 8"):
+        bgsub.create("olkn", median_max=8).apply(np.zeros((8, 8, 3), np.uint8))
 
 
 def test_olkn_quantile_init_lowers_the_offset_where_the_neighbourhood_varies():
