@@ -292,6 +292,41 @@ def test_binary_median_equals_opencv_median(k):
         assert (binary_median(m, k)[k + k // 2, k + k // 2] == 255) == (n > k * k // 2), n
 
 
+@pytest.mark.parametrize("k", [3, 7, 9, 15])
+def test_binary_median_of_large_sparse_masks_filters_only_bands_and_equals_opencv(k):
+    """Masks of SPARSE_MEDIAN_PIXELS or more are filtered only in the bands of rows that can hold foreground:
+    blobs at the edges and corners, bands one window apart, speckle, empty and full masks."""
+    import cv2
+
+    from bgsub.models.base import SPARSE_MEDIAN_PIXELS, binary_median
+
+    rng = np.random.default_rng(100 + k)
+    H, W = 480, 400
+    assert H * W >= SPARSE_MEDIAN_PIXELS
+    masks = [np.zeros((H, W), np.uint8), np.full((H, W), 255, np.uint8)]
+    for _ in range(6):
+        m = np.zeros((H, W), np.uint8)
+        for _ in range(rng.integers(1, 8)):  # blobs anywhere, the edges included
+            y, x = rng.integers(-10, H), rng.integers(-10, W)
+            h, w = rng.integers(1, 3 * k), rng.integers(1, 60)
+            m[max(0, y):y + h, max(0, x):x + w] = 255
+        m[rng.random((H, W)) < rng.choice([0.0, 0.01, 0.2])] = 255  # speckle
+        masks.append(m)
+    edge = np.zeros((H, W), np.uint8)
+    edge[:k // 2 + 1, :] = 255  # bands at the top and bottom, and two a window apart
+    edge[-(k // 2 + 1):, 50:] = 255
+    edge[200:200 + k, :] = 255
+    edge[200 + 2 * k:200 + 3 * k, 100:300] = 255
+    masks.append(edge)
+    strips = np.zeros((H, W), np.uint8)  # one column at the left and right edges: the border repeats it
+    strips[100:100 + k, -1] = 255
+    strips[300:300 + k, 0] = 255
+    masks.append(strips)
+    for m in masks:
+        np.testing.assert_array_equal(binary_median(m, k), cv2.medianBlur(m, k))
+        np.testing.assert_array_equal(binary_median(m[:, 1:], k), cv2.medianBlur(np.ascontiguousarray(m[:, 1:]), k))
+
+
 def test_shadow_suppression_clears_darker_copies_of_the_background_only():
     rng = np.random.default_rng(3)
     base = np.array([80.0, 120.0, 160.0])
