@@ -1,26 +1,30 @@
 """Per-stage profile of the kernel subtractors: where a frame's time goes.
 
-For each algorithm and frame size, the same CDnet highway frames (see
-:func:`bgsub.commands.bench.load_frames`) go through the stages of
-``PixelKernelSubtractor.apply`` one at a time, each timed on its own:
+The same CDnet highway frames (:func:`bgsub.commands.bench.load_frames`, resized to each size) go
+through ``apply`` exactly as a user calls it; the stages are timed from inside, by wrapping the
+subtractor's own methods and the post-processing functions for the run (nothing is re-implemented,
+so the profile cannot drift from the code it measures):
 
-- ``prepare``: input checks, colour conversion, the ``process_scale`` resize, contiguous copy;
-- ``score``: the kernel sums alone (``score_frame``: every pixel's full sum,
-  no learning), run on a copy of the state;
-- ``frame``: the fused jitted pass (kernel sums + the selected pixels' updates);
-  ``frame - score`` is the cost of the updates;
-- ``post``: mask post-processing (median, morphology, min_area);
-- ``copy``: the returned mask (a copy, or the upscale to the input size), ``n_steps_`` bookkeeping and
-  the scale;
-- ``apply``: the whole ``apply`` as a user calls it (sum of the above plus
-  Python overhead), and OpenCV KNN's ``apply`` on the same frames for reference.
+- ``prepare``: input checks, colour conversion, blur, the ``process_scale`` resize;
+- ``stabilise``: the shift against the stream's reference frame and the translation;
+- ``illum``: the illumination gain (``illumination="gain"``) and the division by it;
+- ``frame``: the jitted pass(es) over the model: the fused frame (olkn's bounded engine, oem), or
+  the score pass and the update pass (norma's ``update_mask="post"``, which also runs its
+  post-processing in between: that part is counted under ``post``, not here);
+- ``post``: mask post-processing, split into ``median`` (``binary_median``, both apertures),
+  ``count`` (the clutter count of ``median_max``) and ``filters`` (``fill_holes``, ``min_area``);
+- ``other``: the rest of ``apply`` (the blink margin's dilation, the unshift, the mask's copy, the
+  driver's bookkeeping);
+- ``apply``: the whole call; ``knn``: OpenCV KNN's ``apply`` on the same frames (run on its own, not
+  interleaved frame by frame, so that neither evicts the other's model from the caches), and ``×knn``
+  its ratio to ``apply``. ``first`` is the first ``apply`` (the model's allocation and bootstrap).
 
-Medians over the timed frames, in milliseconds per frame. Usage::
+``summed`` is the share of pixels whose kernel sum ran in full (the bounded engine), ``stepped`` the
+share that learnt. Medians over the timed frames, in milliseconds. Usage::
 
-    python benchmarks/bgsub_profile.py --size 320x240 --size 1920x1080 --frames 40 --algo olkn --algo olkn:fast
+    python benchmarks/bgsub_profile.py --size 320x240 --size 1280x720 --size 1920x1080 --algo olkn --algo norma
 
-Prints a Markdown table (paste into docs/performance.md) and, with ``--json``,
-one JSON object.
+Prints a Markdown table (paste into docs/performance.md) and, with ``--json``, one JSON object.
 """
 
 from __future__ import annotations
@@ -29,114 +33,167 @@ import argparse
 import json
 import statistics
 import time
+from contextlib import contextmanager
 
 import cv2
 import numpy as np
 
 import bgsub
 from bgsub.commands.bench import load_frames
-from bgsub.models import _frame_kernels as fk
-from bgsub.models.base import _prob
+from bgsub.models import base as _base
+
+#: Stages timed by wrapping the subtractor's methods (method name -> stage).
+_METHODS = {"_prepare": "prepare", "_stabilise": "stabilise", "_compensate_illumination": "illum",
+            "_frame": "frame", "_score_pass": "frame", "_update": "frame"}
+#: Post-processing functions of ``bgsub.models.base`` (name -> stage).
+_FUNCTIONS = {"binary_median": "median", "fill_holes": "filters", "remove_small": "filters"}
+STAGES = ("prepare", "stabilise", "illum", "frame", "median", "count", "filters", "post", "other")
 
 
-def _ms(fn):
-    t0 = time.perf_counter()
-    fn()
-    return (time.perf_counter() - t0) * 1e3
+class _Clock:
+    """Milliseconds per stage within one ``apply`` (nested stages are not counted twice)."""
+
+    def __init__(self) -> None:
+        self.now: dict[str, float] = {}
+        self.depth = 0
+
+    def timed(self, stage, fn):
+        def wrapper(*args, **kwargs):
+            if self.depth:
+                return fn(*args, **kwargs)
+            self.depth += 1
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.now[stage] = self.now.get(stage, 0.0) + (time.perf_counter() - t0) * 1e3
+                self.depth -= 1
+        return wrapper
 
 
-def profile(algo: str, frames: list[np.ndarray], warm: list[np.ndarray]) -> dict[str, float]:
+@contextmanager
+def _instrumented(sub, clock: _Clock):
+    """``sub``'s stages and ``bgsub.models.base``'s post-processing functions timed into ``clock``."""
+    from bgsub.models import _components
+
+    saved = {name: getattr(_base, name) for name in _FUNCTIONS}
+    saved_count = _components.count_components
+    try:
+        for name, stage in _METHODS.items():
+            if hasattr(sub, name):
+                setattr(sub, name, clock.timed(stage, getattr(sub, name)))
+        post = sub._postprocess
+        for name, stage in _FUNCTIONS.items():
+            setattr(_base, name, _nested(clock, stage, saved[name]))
+        _components.count_components = _nested(clock, "count", saved_count)
+        sub._postprocess = clock.timed("post", post)
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(_base, name, fn)
+        _components.count_components = saved_count
+        for name in (*_METHODS, "_postprocess"):
+            sub.__dict__.pop(name, None)
+
+
+def _nested(clock: _Clock, stage: str, fn):
+    """``fn`` timed into ``stage`` inside ``post`` (its time is also part of ``post``)."""
+    def wrapper(*args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            clock.now[stage] = clock.now.get(stage, 0.0) + (time.perf_counter() - t0) * 1e3
+    return wrapper
+
+
+def profile(algo: str, frames: list[np.ndarray], warm: int) -> dict[str, float]:
+    """Stage medians of ``algo`` (``NAME`` or ``NAME:PRESET``) over ``frames[warm:]``."""
     from bgsub.settings import resolve_algorithm
 
     name, _, preset = algo.partition(":")
     name, params = resolve_algorithm(name, [], None, preset or None)
     sub = bgsub.create(name, **params)
-    for f in warm:
+    t0 = time.perf_counter()
+    sub.apply(frames[0])
+    first = (time.perf_counter() - t0) * 1e3
+    for f in frames[1:warm]:
         sub.apply(f)
-    stages = {k: [] for k in ("prepare", "score", "frame", "post", "copy", "apply")}
-    p = sub.params
-    p_bg, p_fg = _prob(p["update_prob"]), _prob(p["fg_update_prob"])
-    steps = 0
-    for f in frames:
-        # stage by stage on the real state (mirrors apply with update_mask="raw")
-        t0 = time.perf_counter()
-        img = sub._prepare(f)
-        sub._img = img
-        t1 = time.perf_counter()
-        # the sums alone, on copies so that the state is not touched
-        f64 = np.empty(sub.rho_.shape, np.float64)
-        old = np.empty(sub.rho_.shape, np.float64)
-        sc = np.empty(sub.rho_.shape, np.float32)
-        mk = np.empty(sub.rho_.shape, np.uint8)
-        t2 = time.perf_counter()
-        own = np.empty(sub.rho_.shape, np.uint8)
-        blink = sub.blink_.copy()
-        fk.score_frame(img, sub.samples_, sub.coef_, sub.ring_, sub.rho_, sub.scale_, sub.lut(),
-                       sub._score_offset, sc, f64, old, mk, own, blink, sub.prev_mask_, *sub._blink_args(False), 0, 1,
-                       0, sub.n_frames_, *sub._kernel_args())
-        t3 = time.perf_counter()
-        sub._frame(img, p_bg, p_fg, 0, sub._rawmask, sub.prev_mask_)
-        sub.prev_mask_[...] = sub._rawmask
-        t4 = time.perf_counter()
-        mask = sub._postprocess(sub._rawmask)
-        t5 = time.perf_counter()
-        steps += int(sub._stepped.sum())
-        sub.n_steps_ += int(sub._stepped.sum())
-        sub._advance_scale()
-        sub._mask = mask
-        sub.n_frames_ += 1
-        sub._full_size(mask, cv2.INTER_NEAREST)
-        t6 = time.perf_counter()
-        stages["prepare"].append((t1 - t0) * 1e3)
-        stages["score"].append((t3 - t2) * 1e3)
-        stages["frame"].append((t4 - t3) * 1e3)
-        stages["post"].append((t5 - t4) * 1e3)
-        stages["copy"].append((t6 - t5) * 1e3)
-    for f in frames:
-        stages["apply"].append(_ms(lambda: sub.apply(f)))
-    out = {k: statistics.median(v) for k, v in stages.items()}
-    out["updates"] = max(0.0, out["frame"] - out["score"])
-    out["stepped_share"] = steps / len(frames) / (sub.frame_shape_[0] * sub.frame_shape_[1])
+    clock = _Clock()
+    rows: dict[str, list[float]] = {k: [] for k in (*STAGES, "apply")}
+    summed, stepped = [], []
+    with _instrumented(sub, clock):
+        for f in frames[warm:]:
+            clock.now = {}
+            t0 = time.perf_counter()
+            sub.apply(f)
+            total = (time.perf_counter() - t0) * 1e3
+            inner = sum(clock.now.get(k, 0.0) for k in ("prepare", "stabilise", "illum", "frame", "post"))
+            for k in STAGES:
+                rows[k].append(clock.now.get(k, 0.0))
+            rows["other"][-1] = max(0.0, total - inner)
+            rows["apply"].append(total)
+            n = sub.frame_shape_[0] * sub.frame_shape_[1]
+            stepped.append(float(sub._stepped.sum()) / n)
+            if getattr(sub, "_summed", None) is not None:
+                summed.append(float(sub._summed.sum()) / n)
+    out = {k: statistics.median(v) for k, v in rows.items()}
+    out["first"] = first
+    out["stepped"] = statistics.mean(stepped)
+    out["summed"] = statistics.mean(summed) if summed else float("nan")
     return out
 
 
-def knn_ms(frames, warm) -> float:
+def knn_ms(frames: list[np.ndarray], warm: int) -> float:
     knn = cv2.createBackgroundSubtractorKNN()
-    for f in warm:
+    for f in frames[:warm]:
         knn.apply(f)
-    return statistics.median(_ms(lambda: knn.apply(f)) for f in frames)
+    times = []
+    for f in frames[warm:]:
+        t0 = time.perf_counter()
+        knn.apply(f)
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--algo", action="append", default=None)
-    ap.add_argument("--size", action="append", default=None)
-    ap.add_argument("--frames", type=int, default=30)
+    ap.add_argument("--algo", action="append", default=None, help="NAME or NAME:PRESET (repeatable; olkn, norma)")
+    ap.add_argument("--size", action="append", default=None, help="WxH (repeatable; 320x240, 1280x720, 1920x1080)")
+    ap.add_argument("--frames", type=int, default=40, help="timed frames (default 40)")
+    ap.add_argument("--warmup", type=int, default=60, help="frames before timing (default 60, as bgsub bench)")
+    ap.add_argument("--threads", type=int, default=2, help="numba and OpenCV threads (default 2)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
+    if a.frames < 1 or a.warmup < 1:
+        ap.error(f"--frames and --warmup must be >= 1, got {a.frames} and {a.warmup}")
+    import numba
+
+    numba.set_num_threads(min(a.threads, numba.config.NUMBA_NUM_THREADS))
+    cv2.setNumThreads(a.threads)
     algos = a.algo or ["olkn", "norma"]
     sizes = [tuple(int(v) for v in s.split("x")) for s in (a.size or ["320x240", "1280x720", "1920x1080"])]
-    src, origin = load_frames(a.frames + 10)
-    report = {"source": origin, "rows": []}
+    src, origin = load_frames(a.warmup + a.frames)
+    report = {"source": origin, "threads": a.threads, "rows": []}
     for (w, h) in sizes:
         frames = [cv2.resize(f, (w, h), interpolation=cv2.INTER_AREA if w < f.shape[1] else cv2.INTER_LINEAR)
                   for f in src]
-        warm, timed = frames[:10], frames[10:]
-        knn = knn_ms(timed, warm)
+        knn = knn_ms(frames, a.warmup)
         for algo in algos:
-            r = profile(algo, timed, warm)
-            r.update(algo=algo, size=f"{w}x{h}", knn_apply=knn)
+            r = profile(algo, frames, a.warmup)
+            r.update(algo=algo, size=f"{w}x{h}", knn=knn, ratio=knn / r["apply"])
             report["rows"].append(r)
     if a.json:
         print(json.dumps(report))
         return
-    print(f"frames: {origin}; ms per frame (median)\n")
-    cols = ("prepare", "score", "updates", "frame", "post", "copy", "apply", "knn_apply")
-    print("| size | algo | " + " | ".join(cols) + " | stepped |")
-    print("|---|---|" + "---|" * (len(cols) + 1))
+    print(f"frames: {origin}; {a.threads} threads; ms per frame (median of {a.frames} after {a.warmup})\n")
+    cols = (*STAGES, "apply", "knn")
+    print("| size | algo | " + " | ".join(cols) + " | ×knn | first | summed | stepped |")
+    print("|---|---|" + "---|" * (len(cols) + 4))
     for r in report["rows"]:
+        summed = "–" if r["summed"] != r["summed"] else f"{100 * r['summed']:.1f} %"
         print(f"| {r['size']} | {r['algo']} | " + " | ".join(f"{r[c]:.2f}" for c in cols)
-              + f" | {100 * r['stepped_share']:.0f} % |")
+              + f" | {r['ratio']:.2f} | {r['first']:.0f} | {summed} | {100 * r['stepped']:.0f} % |")
 
 
 if __name__ == "__main__":
