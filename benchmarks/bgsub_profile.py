@@ -156,7 +156,7 @@ def knn_ms(frames: list[np.ndarray], warm: int) -> float:
     return statistics.median(times)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--algo", action="append", default=None, help="NAME or NAME:PRESET (repeatable; olkn, norma)")
     ap.add_argument("--size", action="append", default=None, help="WxH (repeatable; 320x240, 1280x720, 1920x1080)")
@@ -164,7 +164,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=60, help="frames before timing (default 60, as bgsub bench)")
     ap.add_argument("--threads", type=int, default=2, help="numba and OpenCV threads (default 2)")
     ap.add_argument("--json", action="store_true")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     if a.frames < 1 or a.warmup < 1:
         ap.error(f"--frames and --warmup must be >= 1, got {a.frames} and {a.warmup}")
     import numba
@@ -185,7 +185,7 @@ def main() -> None:
             report["rows"].append(r)
     if a.json:
         print(json.dumps(report))
-        return
+        return 0
     print(f"frames: {origin}; {a.threads} threads; ms per frame (median of {a.frames} after {a.warmup})\n")
     cols = (*STAGES, "apply", "knn")
     print("| size | algo | " + " | ".join(cols) + " | ×knn | first | summed | stepped |")
@@ -194,7 +194,8 @@ def main() -> None:
         summed = "–" if r["summed"] != r["summed"] else f"{100 * r['summed']:.1f} %"
         print(f"| {r['size']} | {r['algo']} | " + " | ".join(f"{r[c]:.2f}" for c in cols)
               + f" | {r['ratio']:.2f} | {r['first']:.0f} | {summed} | {100 * r['stepped']:.0f} % |")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
