@@ -325,3 +325,36 @@ def test_batch_ctrl_c_stops_workers_and_discards_unfinished_folders(tmp_path, in
         if status == "done":
             assert_complete(folder, 40, (240, 320))
     assert [p.name for p in out.rglob(".*")] == []
+
+
+def test_batch_compiles_uncached_kernels_once_before_the_workers(tree, tmp_path, capsys, monkeypatch):
+    """With the frame kernels not in numba's cache, the batch says so and compiles them itself on small frames
+    before any worker starts (they then load them); with them cached it says nothing."""
+    import bgsub.commands.batch as batch
+    from bgsub.models.olkn import OLKNSubtractor
+
+    applied = []
+    real_apply = OLKNSubtractor.apply
+
+    def apply(self, image, *args, **kwargs):
+        applied.append(image.shape)
+        return real_apply(self, image, *args, **kwargs)
+
+    monkeypatch.setattr(OLKNSubtractor, "apply", apply)
+    monkeypatch.setattr(OLKNSubtractor, "uncompiled_kernels", lambda self: ["olkn_frame_bounded"])
+    batch._compile_here("olkn", {}, sys.stderr)
+    err = capsys.readouterr().err
+    assert "numba is compiling the frame kernels (olkn_frame_bounded)" in err and "before the workers start" in err
+    assert applied == [(16, 16, 3), (16, 16, 3)]
+    monkeypatch.setattr(OLKNSubtractor, "uncompiled_kernels", lambda self: [])
+    batch._compile_here("olkn", {}, sys.stderr)
+    assert capsys.readouterr().err == "" and len(applied) == 2
+    # a batch prints it once, on its log, before the workers' progress
+    monkeypatch.setattr(OLKNSubtractor, "uncompiled_kernels", lambda self: ["olkn_frame_bounded"])
+    rc = cli(["batch", str(tree / "day"), str(tmp_path / "out"), "--algo", "olkn", "--workers", "1", "--quiet",
+              "--max-frames", "3"])
+    assert rc == 0
+    assert capsys.readouterr().err.count("numba is compiling the frame kernels") == 1
+    # OpenCV's subtractors compile nothing
+    batch._compile_here("knn", {}, sys.stderr)
+    assert capsys.readouterr().err == ""
