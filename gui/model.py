@@ -23,7 +23,7 @@ import numpy as np
 
 from bgsub import registry
 from bgsub.checkpoint import algorithm_name
-from bgsub.commands._common import compile_note
+from bgsub.commands._common import WARM_UP_SIZE, compile_note, run_throwaway_frames
 from bgsub.checkpoint import load as load_checkpoint
 from bgsub.metrics import ConfusionCounts
 from bgsub.pipeline import DetectedObject, MaskFiles, ObjectsFile, OverlayVideo, Pipeline, Region, Scores, Sink
@@ -45,9 +45,6 @@ PREFERRED_ALGORITHMS = ("olkn", "norma", "knn", "mog2")
 
 
 #: Size of the frames :func:`warm_up` runs a subtractor on.
-WARM_UP_SIZE = (16, 16)
-
-
 def warm_up(algo: str, params: dict[str, Any] | None = None, frames: int = 3,
             on_compile: Callable[[str], None] | None = None) -> float:
     """Run a throwaway ``algo`` subtractor on a few tiny frames in the calling thread.
@@ -71,12 +68,7 @@ def warm_up(algo: str, params: dict[str, Any] | None = None, frames: int = 3,
     note = compile_note(subtractor) if on_compile is not None else None
     if note:
         on_compile(note)
-    rng = np.random.default_rng(0)
-    h, w = WARM_UP_SIZE
-    for _ in range(frames):
-        subtractor.apply(rng.integers(0, 256, (h, w, 3), dtype=np.uint8))
-        if hasattr(subtractor, "getScoreMap"):
-            subtractor.getScoreMap()
+    run_throwaway_frames(subtractor, frames, score_map=True)
     return time.perf_counter() - start
 
 

@@ -10,6 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from bgsub.settings import DEFAULT_ALGO
 
 __all__ = [
@@ -61,6 +63,21 @@ def compile_note(subtractor) -> str | None:
         return None
     return (f"numba is compiling the frame kernels ({', '.join(missing)}) before the first frame: about a minute "
             "on a 2-core machine, once; later runs load them from its cache")
+
+
+#: ``(H, W)`` of the throwaway frames :func:`run_throwaway_frames` feeds.
+WARM_UP_SIZE = (16, 16)
+
+
+def run_throwaway_frames(subtractor, frames: int, score_map: bool = False) -> None:
+    """Feed ``frames`` random tiny colour frames to ``subtractor`` (and read its score map after each where
+    ``score_map``), so that numba compiles or loads its kernels now instead of at the first real frame."""
+    rng = np.random.default_rng(0)
+    h, w = WARM_UP_SIZE
+    for _ in range(frames):
+        subtractor.apply(rng.integers(0, 256, (h, w, 3), dtype=np.uint8))
+        if score_map and hasattr(subtractor, "getScoreMap"):
+            subtractor.getScoreMap()
 
 
 def describe_params(algo: str, params: dict) -> str:

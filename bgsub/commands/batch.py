@@ -60,6 +60,7 @@ from bgsub.commands._common import (
     check_positive,
     compile_note,
     error,
+    run_throwaway_frames,
 )
 from bgsub.jobs import (
     RESULT_FILE,
@@ -596,8 +597,6 @@ def _compile_here(algo: str, params: dict, log) -> None:
     each compiling the same kernels (once instead of once a worker: the same wall time where every worker has a
     core of its own, 70-73 s for two 30-frame videos on 2 workers and 2 cores either way, less where the workers
     outnumber the cores)."""
-    import numpy as np
-
     from bgsub.registry import create
 
     subtractor = create(algo, **params)
@@ -605,9 +604,7 @@ def _compile_here(algo: str, params: dict, log) -> None:
     if note is None:
         return
     print(f"{note} (here, before the workers start)", file=log, flush=True)
-    rng = np.random.default_rng(0)
-    for _ in range(2):
-        subtractor.apply(rng.integers(0, 256, (16, 16, 3), dtype=np.uint8))
+    run_throwaway_frames(subtractor, 2)
 
 
 def _estimate_frames(job: Job, max_frames: int | None) -> int:
