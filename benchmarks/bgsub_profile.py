@@ -51,23 +51,25 @@ STAGES = ("prepare", "stabilise", "illum", "frame", "median", "count", "filters"
 
 
 class _Clock:
-    """Milliseconds per stage within one ``apply`` (nested stages are not counted twice)."""
+    """Milliseconds per stage within one ``apply``. A top-level stage called inside another (a frame run by
+    the bootstrap) is not counted twice; a part (``outer=False``: the median inside ``post``) is counted in
+    its own stage and in the one around it."""
 
     def __init__(self) -> None:
         self.now: dict[str, float] = {}
         self.depth = 0
 
-    def timed(self, stage, fn):
+    def timed(self, stage, fn, outer: bool = True):
         def wrapper(*args, **kwargs):
-            if self.depth:
+            if outer and self.depth:
                 return fn(*args, **kwargs)
-            self.depth += 1
+            self.depth += outer
             t0 = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
             finally:
                 self.now[stage] = self.now.get(stage, 0.0) + (time.perf_counter() - t0) * 1e3
-                self.depth -= 1
+                self.depth -= outer
         return wrapper
 
 
@@ -84,8 +86,8 @@ def _instrumented(sub, clock: _Clock):
                 setattr(sub, name, clock.timed(stage, getattr(sub, name)))
         post = sub._postprocess
         for name, stage in _FUNCTIONS.items():
-            setattr(_base, name, _nested(clock, stage, saved[name]))
-        _components.count_components = _nested(clock, "count", saved_count)
+            setattr(_base, name, clock.timed(stage, saved[name], outer=False))
+        _components.count_components = clock.timed("count", saved_count, outer=False)
         sub._postprocess = clock.timed("post", post)
         yield
     finally:
@@ -94,17 +96,6 @@ def _instrumented(sub, clock: _Clock):
         _components.count_components = saved_count
         for name in (*_METHODS, "_postprocess"):
             sub.__dict__.pop(name, None)
-
-
-def _nested(clock: _Clock, stage: str, fn):
-    """``fn`` timed into ``stage`` inside ``post`` (its time is also part of ``post``)."""
-    def wrapper(*args, **kwargs):
-        t0 = time.perf_counter()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            clock.now[stage] = clock.now.get(stage, 0.0) + (time.perf_counter() - t0) * 1e3
-    return wrapper
 
 
 def profile(algo: str, frames: list[np.ndarray], warm: int) -> dict[str, float]:
@@ -129,9 +120,9 @@ def profile(algo: str, frames: list[np.ndarray], warm: int) -> dict[str, float]:
             sub.apply(f)
             total = (time.perf_counter() - t0) * 1e3
             inner = sum(clock.now.get(k, 0.0) for k in ("prepare", "stabilise", "illum", "frame", "post"))
+            clock.now["other"] = max(0.0, total - inner)
             for k in STAGES:
                 rows[k].append(clock.now.get(k, 0.0))
-            rows["other"][-1] = max(0.0, total - inner)
             rows["apply"].append(total)
             n = sub.frame_shape_[0] * sub.frame_shape_[1]
             stepped.append(float(sub._stepped.sum()) / n)
