@@ -10,9 +10,9 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-
+from bgsub.options import add_frame_arguments, parse_size  # noqa: F401 (shared with the desktop app)
 from bgsub.settings import DEFAULT_ALGO
+from bgsub.warmup import WARM_UP_SIZE, compile_first, compile_note, run_throwaway_frames  # noqa: F401
 
 __all__ = [
     "DEFAULT_OUTPUT_ROOT",
@@ -22,6 +22,7 @@ __all__ = [
     "check_positive",
     "error",
     "describe_params",
+    "summarize_params",
     "parse_size",
 ]
 
@@ -44,52 +45,38 @@ def check_positive(value, option: str, minimum: int = 1) -> None:
         raise ValueError(f"{option} must be >= {minimum}, got {value}")
 
 
-def parse_size(text: str, option: str, minimum: int, example: str) -> tuple[int, int]:
-    """``WIDTHxHEIGHT`` as ``(w, h)``; ValueError naming ``option`` when malformed or under ``minimum``."""
-    try:
-        w, h = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise ValueError(f"{option} takes WIDTHxHEIGHT, e.g. {example}; got {text!r}") from None
-    if w < minimum or h < minimum:
-        raise ValueError(f"{option} must be at least {minimum}x{minimum}, got {text!r}")
-    return w, h
-
-
-def compile_note(subtractor) -> str | None:
-    """What to tell a user whose first frame will wait for numba to compile ``subtractor``'s kernels (they are
-    not in numba's cache for the installed sources), else None."""
-    missing = subtractor.uncompiled_kernels() if hasattr(subtractor, "uncompiled_kernels") else []
-    if not missing:
-        return None
-    return (f"numba is compiling the frame kernels ({', '.join(missing)}) before the first frame: about a minute "
-            "on a 2-core machine, once; later runs load them from its cache")
-
-
-#: ``(H, W)`` of the throwaway frames :func:`run_throwaway_frames` feeds.
-WARM_UP_SIZE = (16, 16)
-
-
-def run_throwaway_frames(subtractor, frames: int, score_map: bool = False) -> None:
-    """Feed ``frames`` random tiny colour frames to ``subtractor`` (and read its score map after each where
-    ``score_map``), so that numba compiles or loads its kernels now instead of at the first real frame."""
-    rng = np.random.default_rng(0)
-    h, w = WARM_UP_SIZE
-    for _ in range(frames):
-        subtractor.apply(rng.integers(0, 256, (h, w, 3), dtype=np.uint8))
-        if score_map and hasattr(subtractor, "getScoreMap"):
-            subtractor.getScoreMap()
-
-
 def describe_params(algo: str, params: dict) -> str:
     """``algo k=v k=v ...``."""
     return " ".join([algo] + [f"{k}={v}" for k, v in params.items()])
+
+
+def summarize_params(algo: str, params: dict) -> str:
+    """``algo`` and only the parameters that differ from its defaults: ``olkn width=12 (others default)``,
+    ``olkn (default parameters)``; :func:`describe_params` lists them all (``--verbose``)."""
+    from bgsub.registry import default_params
+
+    try:
+        defaults = default_params(algo)
+    except (KeyError, ValueError):
+        return describe_params(algo, params)
+    changed = {k: v for k, v in params.items() if k not in defaults or defaults[k] != v}
+    if not changed:
+        return f"{algo} (default parameters)"
+    return describe_params(algo, changed) + " (others default)"
+
+
+def algorithm_names() -> str:
+    """The registered algorithms, ``olkn, norma, ...`` (:func:`bgsub.registry.algorithms`)."""
+    from bgsub.registry import algorithms
+
+    return ", ".join(algorithms())
 
 
 def add_algorithm_arguments(parser: argparse.ArgumentParser) -> None:
     """``--algo``, ``--preset``, ``--config``, ``--set``."""
     parser.add_argument(
         "--algo", default=None, metavar="NAME",
-        help=f"background subtractor: olkn, norma, knn or mog2 (default: {DEFAULT_ALGO}, "
+        help=f"background subtractor: {algorithm_names()} (default: {DEFAULT_ALGO}, "
              "or the config file's 'algo')",
     )
     parser.add_argument("--preset", default=None, metavar="NAME",
@@ -98,19 +85,6 @@ def add_algorithm_arguments(parser: argparse.ArgumentParser) -> None:
                         help="TOML file with 'algo' and a [params] table (or a table named after the algo)")
     parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
                         help="set one parameter, e.g. --set width=12 (repeatable; overrides --config)")
-
-
-def add_frame_arguments(parser: argparse.ArgumentParser, *, objects: bool = True) -> None:
-    """Pre- and post-processing: ``--roi``, ``--scale``, ``--min-area``."""
-    parser.add_argument("--roi", type=Path, default=None, metavar="MASK.png",
-                        help="process only the white pixels of this mask (frame size); nothing outside "
-                             "is ever foreground, and nothing outside its bounding box is computed")
-    parser.add_argument("--scale", type=float, default=1.0, metavar="S",
-                        help="process at S times the input's resolution, 0 < S <= 1 (masks come back at "
-                             "the input size; the usual way to run HD), default 1")
-    if objects:
-        parser.add_argument("--min-area", type=int, default=0, metavar="PIXELS",
-                            help="drop foreground blobs smaller than this many pixels (default 0: keep all)")
 
 
 def build_region(args: argparse.Namespace):

@@ -41,6 +41,9 @@ def build_parser():
         description="Reproduce the synthetic experiments of the OLK paper (Li et al. 2013, section IV), "
         "averaged over random seeds.",
     )
+    from learners import __version__
+
+    parser.add_argument("--version", action="version", version=f"learners-bench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="EXAMPLE", required=True)
     for name, (module, help_text) in EXAMPLES.items():
         p = sub.add_parser(name, help=help_text, description=module.__doc__.strip().splitlines()[0])
