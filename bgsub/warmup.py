@@ -63,7 +63,8 @@ def warm_up(algo: str, params: dict[str, Any] | None = None, frames: int = 3,
 
 def compile_first(subtractor, algo: str, params: dict[str, Any], *, quiet: bool = False,
                   stream: TextIO | None = None, frames: int = 3) -> float | None:
-    """Where ``subtractor``'s kernels are not in numba's cache, compile them now, as a step of its own.
+    """Where ``subtractor``'s kernels are not in numba's cache, compile them now, as a step of its own (and
+    where they are, load them now).
 
     A throwaway ``algo`` subtractor with ``params`` (``subtractor`` itself is not touched) runs ``frames``
     tiny frames; unless ``quiet``, one line on ``stream`` (default stderr) says that the frame kernels are
@@ -75,15 +76,15 @@ def compile_first(subtractor, algo: str, params: dict[str, Any], *, quiet: bool 
     float or None
         Seconds spent compiling, or None when there was nothing to compile.
     """
+    if not hasattr(subtractor, "uncompiled_kernels"):
+        return None  # not numba's (OpenCV's): nothing to compile
     note = compile_note(subtractor)
-    if note is None:
-        return None
     out = sys.stderr if stream is None else stream
-    if not quiet:
+    if note and not quiet:
         print(f"{note}…", file=out, flush=True)
     start = time.perf_counter()
-    warm_up(algo, params, frames)
+    warm_up(algo, params, frames)  # with the kernels cached: loads them (under a second), silently
     seconds = time.perf_counter() - start
-    if not quiet:
+    if note and not quiet:
         print(f"frame kernels compiled in {seconds:.0f} s", file=out, flush=True)
-    return seconds
+    return seconds if note else None

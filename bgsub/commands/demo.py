@@ -18,7 +18,8 @@ import os
 import sys
 from pathlib import Path
 
-from bgsub.commands._common import DEFAULT_OUTPUT_ROOT, add_algorithm_arguments, compile_note, describe_params, error
+from bgsub.commands._common import (DEFAULT_OUTPUT_ROOT, add_algorithm_arguments, compile_first, describe_params, error,
+                                    summarize_params)
 from bgsub.metrics import format_metrics
 from bgsub.pipeline import Callback, MaskFiles, Pipeline, Scores
 from bgsub.settings import ConfigError, resolve_algorithm
@@ -54,7 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also save one frame, its ground truth and its mask side by side")
     parser.add_argument("--picture-frame", type=int, default=250, metavar="N",
                         help="the frame --picture shows (default 250)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar or parameter line")
+    parser.add_argument("--verbose", action="store_true",
+                        help="list every parameter of the algorithm (default: only those that differ from its "
+                             "defaults)")
 
 
 def compose_picture(image, groundtruth, mask, algo: str, index: int):
@@ -88,12 +92,10 @@ def _run_one(seq_path: Path, algo: str, params: dict, out: Path | None, quiet: b
         if out is not None:
             sinks.append(MaskFiles(out))
         bar = None
+        # numba's first compile is a step of its own, before the bar: not a frame's time
+        compile_first(subtractor, algo, params, quiet=quiet)
         if not quiet:
             from tqdm import tqdm
-
-            note = compile_note(subtractor)
-            if note:
-                print(note, file=sys.stderr)
 
             bar = tqdm(total=source.frame_count, unit="frame", desc=algo, dynamic_ncols=True)
             sinks.append(Callback(lambda o: bar.update(1)))
@@ -109,6 +111,29 @@ def _run_one(seq_path: Path, algo: str, params: dict, out: Path | None, quiet: b
             if bar is not None:
                 bar.close()
     return result
+
+
+def _check_outputs(args, sample: Path) -> None:
+    """Refuse, before the clip is processed, outputs on or inside the sample (or the config), a --picture in a
+    format OpenCV cannot write or in a folder that cannot be written, and a mask folder holding masks bgsub did
+    not write (ValueError)."""
+    import cv2
+
+    from bgsub.pipeline.paths import OutputError, check_outputs, check_writable
+    from bgsub.writers import foreign_masks
+
+    check_outputs([("sample", sample), ("--config", args.config)], [("--out", args.out), ("--picture", args.picture)])
+    check_writable("--out", args.out, folder=True)
+    if args.picture is not None:
+        check_writable("--picture", args.picture)
+        if not cv2.haveImageWriter(str(args.picture)):
+            kind = args.picture.suffix or "a name without a suffix"
+            raise OutputError(f"--picture {args.picture}: OpenCV cannot write {kind}; end the name in .png or .jpg")
+    foreign = foreign_masks(args.out)
+    if foreign:
+        raise OutputError(f"--out {args.out} already holds {len(foreign)} bin%06d.png file(s) that bgsub did not "
+                          "write; this run would overwrite or mix with them: move them away or choose another "
+                          "folder")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -130,6 +155,10 @@ def main(args: argparse.Namespace) -> int:
         print(f"staying in the terminal: {reason}", file=sys.stderr)
 
     seq = sample_sequence()
+    try:
+        _check_outputs(args, seq)
+    except ValueError as exc:
+        return error("demo", str(exc), 2)
     if args.picture is not None:
         from bgsub.cdnet import load_sequence
 
@@ -139,7 +168,9 @@ def main(args: argparse.Namespace) -> int:
                                  f"got {args.picture_frame}", 2)
     print(f"sample: {seq} (synthetic street scene, 320x240, ground truth; scored frames from "
           f"temporalROI.txt)", file=sys.stderr)
-    print(f"algorithm: {describe_params(algo, params)}", file=sys.stderr)
+    if not args.quiet:
+        described = (describe_params if args.verbose else summarize_params)(algo, params)
+        print(f"algorithm: {described}", file=sys.stderr)
     kept: dict = {}
     try:
         result = _run_one(seq, algo, params, args.out, args.quiet,
@@ -152,11 +183,14 @@ def main(args: argparse.Namespace) -> int:
         print(f"stopped after {result.frames} frames; masks so far in {args.out}", file=sys.stderr)
         return 130
     if args.picture is not None:
-        from bgsub.writers import write_image_atomic
+        from bgsub.writers import make_folder, write_image_atomic
 
-        args.picture.parent.mkdir(parents=True, exist_ok=True)
-        write_image_atomic(args.picture, compose_picture(kept["image"], kept["groundtruth"], kept["mask"],
-                                                         algo, kept["index"]))
+        try:
+            make_folder(args.picture.parent, f"folder of {args.picture.name}")
+            write_image_atomic(args.picture, compose_picture(kept["image"], kept["groundtruth"], kept["mask"],
+                                                             algo, kept["index"]))
+        except OSError as exc:
+            return error("demo", f"--picture {args.picture}: {exc}", 1)
         print(f"picture: {args.picture}")
     rows = [(algo, result)]
     print(f"masks: {args.out.resolve()} ({result.frames} files bin{result.first_index:06d}.png .. "

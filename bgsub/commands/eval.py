@@ -53,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="score a robustness variant of each sequence (bgsub.augment)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument("--verbose", action="store_true",
+                        help="list every parameter of the algorithm (default: only those that differ from its "
+                             "defaults)")
 
 
 def resolve_sequences(paths: list[str | Path]) -> list[Path]:
@@ -171,7 +174,7 @@ def evaluate(paths: list[Path], make_subtractor: Callable[[], Any], out: Path | 
                           file=sys.stderr)
                 row = evaluate_sequence(source, make_subtractor(), None if out is None else out / name,
                                         progress, name, region_factory() if region_factory else None, min_area)
-        except (SourceError, OSError) as exc:
+        except (SourceError, OSError, ValueError) as exc:
             failed.append({"name": name, "path": str(path), "error": str(exc)})
             continue
         if row["interrupted"]:
@@ -205,6 +208,46 @@ def format_table(rows: list[dict], mean: dict) -> str:
     return "\n".join(lines)
 
 
+def _unscored_by_max_frames(path: Path, max_frames: int | None) -> str | None:
+    """Why the first ``max_frames`` frames of the sequence at ``path`` hold none of its scored frames, else None."""
+    from bgsub.cdnet import load_sequence
+
+    if max_frames is None:
+        return None
+    try:
+        seq = load_sequence(path)
+    except (OSError, ValueError):
+        return None  # evaluate() reports it
+    first, last = seq.temporal_roi
+    read = seq.frames[:max_frames]
+    if not seq.has_groundtruth or first > last or not read or any(seq.is_scored(n) for n in read):
+        return None
+    needed = next(i for i, n in enumerate(seq.frames) if seq.is_scored(n)) + 1
+    return (f"--max-frames {max_frames} stops at frame {read[-1]}, before its scored frames {first}-{last} "
+            f"(temporalROI.txt): nothing would be scored; give --max-frames {needed} or more to score any "
+            "frame, or leave it out")
+
+
+def check_eval_outputs(args, paths: list[Path]) -> None:
+    """Refuse, before any frame is read, an ``--out`` that is, contains or lies inside a sequence (or a folder
+    given, or --roi/--config), that cannot be written, or whose ``<sequence>/`` folders hold masks bgsub did not
+    write (OutputError, a ValueError)."""
+    from bgsub.pipeline.paths import OutputError, check_outputs, check_writable
+    from bgsub.writers import foreign_masks
+
+    inputs = ([("input", Path(p)) for p in args.sequences] + [("input sequence", p) for p in paths]
+              + [("--roi", getattr(args, "roi", None)), ("--config", args.config)])
+    check_outputs(inputs, [("--out", args.out)])
+    check_writable("--out", args.out, folder=True)
+    for path in paths:
+        folder = args.out / _display_name(path, paths)
+        foreign = foreign_masks(folder)
+        if foreign:
+            raise OutputError(f"--out: {folder} already holds {len(foreign)} bin%06d.png file(s) that bgsub did "
+                              "not write; this run would overwrite or mix with them: move them away or choose "
+                              "another --out")
+
+
 def main(args: argparse.Namespace) -> int:
     import bgsub
 
@@ -214,8 +257,13 @@ def main(args: argparse.Namespace) -> int:
         algo, params = resolve_algorithm(args.algo, args.assignments, args.config, args.preset)
         paths = resolve_sequences(args.sequences)
         common.build_region(args)  # refuse a bad --roi/--scale before any work
+        unscored = {p: why for p in paths if (why := _unscored_by_max_frames(p, args.max_frames))}
+        if unscored and len(unscored) == len(paths):
+            raise ValueError("; ".join(f"{p.name}: {why}" for p, why in unscored.items()))
     except ValueError as exc:
         return common.error("eval", str(exc), 2)
+    skipped = [{"name": _display_name(p, paths), "path": str(p), "error": why} for p, why in unscored.items()]
+    all_paths, paths = paths, [p for p in paths if p not in unscored]
     try:
         rows, mean, failed = evaluate(paths, lambda: bgsub.create(algo, **params), args.out, args.max_frames,
                                       quiet=args.quiet or args.json, min_area=args.min_area,
@@ -223,18 +271,19 @@ def main(args: argparse.Namespace) -> int:
                                       augment=getattr(args, "augment", None))
     except KeyboardInterrupt:
         return common.error("eval", "interrupted", 130)
+    failed = skipped + failed
     if args.json:
         seqs = [{k: r[k] for k in ("name", "frames", "processed") + RESULT_KEYS} for r in rows]
         print(json.dumps(json_safe({"algo": algo, "params": params, "sequences": seqs, "mean": mean,
                                     "failed": failed}), allow_nan=False))
     else:
-        print(common.describe_params(algo, params))
+        print((common.describe_params if args.verbose else common.summarize_params)(algo, params))
         if rows:
             print(format_table(rows, mean))
     for f in failed:
         print(f"bgsub eval: error: {f['name']} not scored: {f['error']}", file=sys.stderr)
     if failed:
-        print(f"bgsub eval: error: {len(failed)} of {len(paths)} sequences failed", file=sys.stderr)
+        print(f"bgsub eval: error: {len(failed)} of {len(all_paths)} sequences failed", file=sys.stderr)
         return 1
     return 0
 

@@ -22,8 +22,9 @@ from bgsub.commands import _common as common
 from bgsub.metrics import format_metrics
 from bgsub.pipeline import Callback, Checkpoints, MaskFiles, MaskVideo, ObjectsFile, OverlayVideo, Pipeline, Scores
 from bgsub.pipeline import describe_error
+from bgsub.pipeline.paths import check_outputs, check_writable, source_path
 from bgsub.settings import ConfigError, resolve_algorithm
-from bgsub.sources import SourceError, list_cameras, open_source
+from bgsub.sources import SourceError, StartPastEndError, list_cameras, open_source
 
 __all__ = ["add_arguments", "main"]
 
@@ -54,7 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="frames between checkpoints (default 100)")
     parser.add_argument("--resume", type=Path, default=None, metavar="FILE.npz",
                         help="continue from a checkpoint: its algorithm and parameters, from the frame after it")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar or fps line")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar, fps line or parameter line")
+    parser.add_argument("--verbose", action="store_true",
+                        help="list every parameter of the algorithm (default: only those that differ from its "
+                             "defaults)")
     parser.add_argument("--list-cameras", action="store_true", help="list the camera indices that open, then exit")
 
 
@@ -107,11 +111,38 @@ def _subtractor(args):
     return algo, params, create(algo, **params), 0
 
 
+def _inputs(args) -> list:
+    """What ``run`` reads, labelled for messages: the source (a file or folder), --roi, --config, --resume."""
+    return [("input", source_path(args.source)), ("--roi", args.roi), ("--config", args.config),
+            ("--resume", args.resume)]
+
+
+def _outputs(args, out) -> list:
+    """What ``run`` writes, by option; ``out`` is the mask folder (given or the default)."""
+    return [("--out", out), ("--mask-video", args.mask_video), ("--overlay", args.overlay),
+            ("--objects", args.objects), ("--checkpoint", args.checkpoint)]
+
+
+def check_run_outputs(args, out) -> None:
+    """Refuse, before any frame is read, an output that is, contains or lies inside an input, two outputs
+    naming one file, and an output that cannot be written (OutputError, a ValueError)."""
+    outputs = _outputs(args, out)
+    check_outputs(_inputs(args), outputs, may_replace=[("--checkpoint", "--resume")])
+    for option, path in outputs:
+        if path is not None:
+            check_writable(option, path, folder=option == "--out")
+
+
+def _mask_folder(args, source):
+    """``--out``, or the default folder when no other output is asked for."""
+    if args.out is None and not (args.mask_video or args.overlay or args.objects or args.show or args.checkpoint):
+        return common.DEFAULT_OUTPUT_ROOT / source.name
+    return args.out
+
+
 def _build_sinks(args, source, subtractor) -> dict:
     """The sinks the options ask for, by name; those that can refuse an option come first."""
-    out = args.out
-    if out is None and not (args.mask_video or args.overlay or args.objects or args.show or args.checkpoint):
-        out = common.DEFAULT_OUTPUT_ROOT / source.name
+    out = _mask_folder(args, source)
     if out is not None and out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file; give a folder for the masks")
     named: dict = {}
@@ -127,13 +158,19 @@ def _build_sinks(args, source, subtractor) -> dict:
     if args.overlay is not None:
         named["overlay"] = OverlayVideo(args.overlay, fps)
     if out is not None:
-        named["masks"] = MaskFiles(out)
-        if named["masks"].stale_removed:
-            print(f"removed {named['masks'].stale_removed} masks of an earlier run from {out}", file=sys.stderr)
+        named["masks"] = MaskFiles(out, resume=args.resume is not None)
     if args.objects is not None:
         named["objects"] = ObjectsFile(args.objects)
     named["scores"] = Scores(roc=False)
     return named
+
+
+def _past_the_end(args, seen: int, reason: str) -> str:
+    """Why nothing is left to process: ``--start`` past the end, or a checkpoint that saw the source to its end."""
+    if seen:
+        return (f"--resume {args.resume}: the model has already processed {seen} frames from frame {args.start} "
+                f"on, and {reason}: nothing is left to do")
+    return f"--start {args.start}: {reason}; give a smaller --start"
 
 
 def main(args: argparse.Namespace) -> int:
@@ -149,27 +186,34 @@ def main(args: argparse.Namespace) -> int:
         common.check_positive(args.checkpoint_every, "--checkpoint-every")
         common.check_positive(args.min_area, "--min-area", 0)
         region = common.build_region(args)
+        check_run_outputs(args, args.out)
         algo, params, subtractor, seen = _subtractor(args)
     except ValueError as exc:
         return common.error("run", str(exc), 2)
     try:
-        source = open_source(args.source, start=args.start + seen, max_frames=args.max_frames)
+        source = open_source(args.source, start=args.start, skip=seen, max_frames=args.max_frames)
+    except StartPastEndError as exc:
+        return common.error("run", _past_the_end(args, seen, str(exc)), 2)
     except SourceError as exc:
         return common.error("run", str(exc), 1)
     with source:
         try:
+            if args.out is None:
+                check_run_outputs(args, _mask_folder(args, source))
             named = _build_sinks(args, source, subtractor)
         except ValueError as exc:
             return common.error("run", str(exc), 2)
         except OSError as exc:
             return common.error("run", describe_error(exc), 1)
         sinks = list(named.values())
-        resumed = f" (resumed after frame {args.start + seen - 1} from {args.resume})" if args.resume else ""
-        print(f"{source.describe()} -> {common.describe_params(algo, params)}{resumed}", file=sys.stderr)
+        resumed = (f" (resumed from {args.resume}: {seen} frames from frame {args.start} on already processed)"
+                   if args.resume else "")
+        if not args.quiet:
+            described = (common.describe_params if args.verbose else common.summarize_params)(algo, params)
+            print(f"{source.describe()} -> {described}{resumed}", file=sys.stderr)
         bar = status = None
-        note = None if args.quiet else common.compile_note(subtractor)
-        if note:
-            print(note, file=sys.stderr)
+        # numba's first compile is a step of its own, before the bar: not a frame's time
+        common.compile_first(subtractor, algo, params, quiet=args.quiet)
         if not args.quiet:
             if source.is_live:
                 status = _CameraStatus(source.describe())
@@ -188,9 +232,16 @@ def main(args: argparse.Namespace) -> int:
             if status is not None:
                 status.close()
     masks = named.get("masks")
+    if masks is not None and masks.stale_removed:
+        print(f"removed {masks.stale_removed} masks of an earlier run from {masks.folder}", file=sys.stderr)
     if result.error is not None:
         written = f"; {masks.count} masks written to {masks.folder}" if masks is not None else ""
         return common.error("run", f"stopped at {result.error}{written}", 1)
+    if result.frames == 0 and not result.interrupted and not source.is_live:
+        end = getattr(source, "positions", None)
+        where = f"{source.describe()}" + (f" (it ends at frame {end})" if end is not None else "")
+        what = "after them" if seen else f"at frame {args.start} or after it"
+        return common.error("run", _past_the_end(args, seen, f"{where} has no frame {what}"), 2)
     how = "stopped" if result.interrupted else "done"
     print(f"{how}: {result.frames} frames in {result.seconds:.1f} s ({result.fps:.1f} fps overall, "
           f"{result.subtract_fps:.1f} fps subtraction)", file=sys.stderr)
