@@ -246,6 +246,11 @@ class OnlineBernoulliMixture(_OnlineMixture):
         Component means are clipped to ``[eps, 1 - eps]`` when evaluated.
     random_state : int, RandomState instance or None, default=None
         Seeds the initial means, uniform in ``[0.25, 0.75]`` (Bishop, PRML 9.3.3).
+    binarize : float or None, default=0.0
+        Threshold for binarising the inputs, as scikit-learn's
+        :class:`~sklearn.naive_bayes.BernoulliNB`: a feature counts as 1 where it
+        is above it, else 0 (0/1 inputs are unchanged). None: the inputs must
+        already be 0/1 (booleans accepted), and anything else is refused.
 
     Attributes
     ----------
@@ -256,12 +261,18 @@ class OnlineBernoulliMixture(_OnlineMixture):
     stream_log_likelihood_ : ndarray of shape (n_rows_last_batch,)
         Prequential ``log p(x_i)`` of the last batch's rows.
     n_features_in_ : int
-
-    Inputs must be 0/1 (booleans accepted).
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names of ``X``, when it has string column names.
     """
 
-    def __init__(self, n_components=1, *, learning_rate=0.0, eps=1e-6, random_state=None):
+    def __init__(self, n_components=1, *, learning_rate=0.0, eps=1e-6, random_state=None, binarize=0.0):
         store_params(self, locals())
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # binarize=None: the inputs must be 0/1, so at least non-negative
+        tags.input_tags.positive_only = self.binarize is None
+        return tags
 
     def _check_params(self):
         params = self._common_params()
@@ -269,9 +280,13 @@ class OnlineBernoulliMixture(_OnlineMixture):
         return params
 
     def _check_values(self, X):
+        threshold = check_real("binarize", self.binarize, allow_none=True)
+        if threshold is not None:
+            return (X > threshold).astype(np.float64)
         if not np.all((X == 0) | (X == 1)):
-            raise ValueError("OnlineBernoulliMixture takes binary inputs (0/1); binarise X first, "
-                             "e.g. (X > 0.5).astype(float)")
+            negative = " (Negative values in data passed to OnlineBernoulliMixture)" if np.any(X < 0) else ""
+            raise ValueError(f"OnlineBernoulliMixture with binarize=None takes binary inputs (0/1){negative}; "
+                             "binarise X first, e.g. (X > 0.5).astype(float), or pass binarize=0.5")
         return X
 
     def _initialise(self, X, params):

@@ -135,6 +135,10 @@ class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
         margin = 0.0 if perceptron else p["margin"]
         return _stream.norma_classification_fit_stream, (*step, margin, not perceptron, p["use_offset"], *kernel)
 
+    def _handles_many_classes(self):
+        """Whether more than two classes can be learnt: not with ``loss="nu"`` (river's adapter asks)."""
+        return self.loss != "nu"
+
     def _check_ovr_params(self, p):
         super()._check_ovr_params(p)
         if p["loss"] == "nu":

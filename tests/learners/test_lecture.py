@@ -101,10 +101,25 @@ def test_weighted_majority_with_estimators_and_callables():
     np.testing.assert_allclose(wm.predict_proba(X).sum(axis=1), 1.0)
     with pytest.raises(ValueError, match=r"eta must be > 0, got -1"):
         WeightedMajority(experts, eta=-1).fit(X, y)
-    with pytest.raises(ValueError, match="outcomes 0 or 1"):
-        WeightedMajority(experts).fit(X, y + 2)
-    with pytest.raises(ValueError, match=r"\[0, 1\]"):
-        WeightedMajority("precomputed").fit(X, y)
+    with pytest.raises(ValueError, match="Only binary classification"):
+        WeightedMajority(experts).fit(X, y + (X[:, 1] > 1))
+    with pytest.raises(ValueError, match=r"\[0, 1\].*clip=True"):
+        WeightedMajority("precomputed", clip=False).fit(X, y)
+    # any two labels: the outcome is 1 for classes_[1]
+    words = np.where(y == 1, "yes", "no")
+    named = WeightedMajority(experts, eta=1.0, randomized=False).fit(X, words)
+    assert named.classes_.tolist() == ["no", "yes"] and named.score(X, words) == 1.0
+    np.testing.assert_allclose(named.weights_, wm.weights_)
+
+
+def test_weighted_majority_clips_votes_outside_the_unit_interval():
+    """-1/+1 votes and scores are projected onto [0, 1]: the same game as their 0/1 votes."""
+    Y = RNG.integers(0, 2, size=(60, 4)).astype(float)
+    t = (RNG.random(60) > 0.5).astype(int)
+    plain = WeightedMajority(eta=0.3).fit(Y, t)
+    signed = WeightedMajority(eta=0.3).fit(3.0 * (2.0 * Y - 1.0), t)
+    np.testing.assert_allclose(signed.weights_, plain.weights_)
+    assert signed.n_features_in_ == 4
 
 
 # ---------------------------------------------------------------- kernel rule
@@ -327,7 +342,12 @@ def test_online_mixture_errors():
     with pytest.raises(ValueError, match=r"learning_rate must be in \[0, 1\], got 2"):
         OnlineGaussianMixture(2, learning_rate=2).fit(X)
     with pytest.raises(ValueError, match="binary inputs"):
-        OnlineBernoulliMixture(2).fit(X)
+        OnlineBernoulliMixture(2, binarize=None).fit(X)
+    # the default binarises at 0, as scikit-learn's BernoulliNB: the same model as on (X > 0)
+    a = OnlineBernoulliMixture(2, random_state=0).fit(X)
+    b = OnlineBernoulliMixture(2, random_state=0, binarize=None).fit((X > 0).astype(float))
+    np.testing.assert_allclose(a.means_, b.means_)
+    np.testing.assert_allclose(a.score_samples(X), b.score_samples((X > 0).astype(float)))
 
 
 def _usps():
