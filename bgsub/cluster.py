@@ -26,10 +26,10 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from bgsub.jobs import available_cores, default_threads
+from bgsub.jobs import WORKERS_PER_CORE, available_cores, default_threads, max_workers
 from bgsub.settings import ConfigError
 
-__all__ = ["check_scheduler", "security", "run_jobs", "parse_local"]
+__all__ = ["check_scheduler", "security", "local_security", "run_jobs", "parse_local", "max_local_workers"]
 
 _REMOTE = re.compile(r"^(tcp|tls|ucx)://[^\s/]+:\d+/?$")
 
@@ -44,45 +44,98 @@ def _import_distributed():
 
 
 def parse_local(address: str) -> int | None:
-    """Worker processes of ``local`` / ``local:N`` (None for a remote address)."""
+    """Worker processes of ``local`` / ``local:N`` (None for a remote address).
+
+    Raises
+    ------
+    ConfigError
+        For N < 1, or N more than :func:`max_local_workers` (each worker is a
+        process of 100-300 MiB: many more than the cores only slow the batch and
+        can run the machine out of memory).
+    """
     if address == "local":
         return available_cores()
     m = re.fullmatch(r"local:(\d+)", address)
     if m:
-        n = int(m.group(1))
+        digits = m.group(1)
+        cap = max_workers()
+        n = int(digits) if len(digits) <= 9 else cap + 1
         if n < 1:
             raise ConfigError(f"--scheduler local:N needs N >= 1, got {address!r}")
+        if n > cap:
+            raise ConfigError(f"--scheduler local:N takes at most {cap} worker processes on this machine "
+                              f"({WORKERS_PER_CORE} per core, {available_cores()} cores), got {digits}")
         return n
     return None
 
 
-def check_scheduler(address: str) -> None:
-    """Refuse a malformed ``--scheduler`` value, or a missing Dask, with a one-line message."""
+def check_scheduler(address: str, tls_files: tuple = (None, None, None)) -> None:
+    """Refuse a malformed ``--scheduler`` value, ``--tls-*`` files that it would not use, a ``tls://`` address
+    without them, or a missing Dask, with a one-line message."""
     if parse_local(address) is None and not _REMOTE.match(address):
         raise ConfigError(f"--scheduler must be local, local:N or tcp://HOST:PORT (tls://HOST:PORT), got {address!r}")
+    if any(tls_files) and not address.startswith("tls://"):
+        what = "a local cluster makes its own private TLS keys" if address.startswith("local") else \
+            f"{address.split('://')[0]}:// is not encrypted"
+        raise ConfigError(f"--tls-ca-file, --tls-cert and --tls-key are for --scheduler tls://HOST:PORT ({what}); "
+                          "leave them out, or give a tls:// address")
+    if address.startswith("tls://") and not all(tls_files):
+        missing = [n for n, v in zip(("--tls-ca-file", "--tls-cert", "--tls-key"), tls_files) if not v]
+        raise ConfigError(f"--scheduler {address} needs --tls-ca-file, --tls-cert and --tls-key "
+                          f"({', '.join(missing)} missing)")
     _import_distributed()
 
 
 def security(ca_file: str | None, cert: str | None, key: str | None):
-    """A :class:`distributed.Security` for TLS to the scheduler from the ``--tls-*`` files."""
+    """A :class:`distributed.Security` for TLS to the scheduler from the ``--tls-*`` files, checked: the files
+    must exist and load as a CA certificate and a matching certificate and private key."""
     for name, value in (("--tls-ca-file", ca_file), ("--tls-cert", cert), ("--tls-key", key)):
         if not value:
             raise ConfigError(f"TLS needs --tls-ca-file, --tls-cert and --tls-key; {name} is missing")
         if not Path(value).is_file():
-            raise ConfigError(f"{name} {value} does not exist")
+            raise ConfigError(f"{name} {value} " + ("is not a file" if Path(value).exists() else "does not exist"))
+    import ssl
+
     from distributed.security import Security
 
-    return Security(tls_ca_file=ca_file, tls_client_cert=cert, tls_client_key=key, require_encryption=True)
+    sec = Security(tls_ca_file=ca_file, tls_client_cert=cert, tls_client_key=key, require_encryption=True)
+    try:
+        sec.get_connection_args("client")  # loads the files into an SSL context now, not at the first connection
+    except ssl.SSLError as exc:
+        raise ConfigError(f"the --tls-* files do not make a TLS identity ({exc.reason or exc}): --tls-ca-file must "
+                          "be a PEM CA certificate, --tls-cert a PEM certificate and --tls-key its private key") \
+            from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the --tls-* files: {exc.strerror or exc}") from None
+    return sec
+
+
+def local_security():
+    """Fresh TLS keys for a local cluster, held in memory by this process and its workers only: no other process
+    can connect to the cluster (and run code on it as this user)."""
+    try:
+        from distributed.security import Security
+
+        return Security.temporary()
+    except ImportError:
+        raise ConfigError("--scheduler local needs the cryptography package for the local cluster's private TLS "
+                          "keys: pip install cryptography") from None
 
 
 def _connect(address: str, security: Any):
     distributed = _import_distributed()
     n_local = parse_local(address)
     if n_local is not None:
+        # TLS with keys only this process and its workers hold, on the loopback interface only: any local user
+        # could otherwise connect to the scheduler and run code as the batch's user.
         cluster = distributed.LocalCluster(n_workers=n_local, threads_per_worker=1, processes=True,
-                                           host="127.0.0.1", dashboard_address=None,
-                                           silence_logs=logging.ERROR)
-        return distributed.Client(cluster), cluster, n_local
+                                           host="127.0.0.1", protocol="tls://", security=local_security(),
+                                           dashboard_address=None, silence_logs=logging.ERROR)
+        try:
+            return distributed.Client(cluster), cluster, n_local
+        except BaseException:
+            cluster.close()
+            raise
     try:
         client = distributed.Client(address, security=security, timeout="20s")
     except (OSError, TimeoutError) as exc:

@@ -42,7 +42,7 @@ from learners._persist import fsync_dir
 __all__ = [
     "Job", "UnsafeOutputError", "check_output_location", "plan_jobs", "source_fingerprint", "is_finished",
     "read_result", "JobDir", "remove_job_partials", "OutputLock", "limit_threads", "default_threads",
-    "available_cores", "current_threads", "RESULT_FILE",
+    "available_cores", "current_threads", "RESULT_FILE", "WORKERS_PER_CORE", "max_workers",
 ]
 
 #: Written into each output folder last, before it is renamed into place.
@@ -350,6 +350,16 @@ def available_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
+
+
+#: A batch starts at most this many worker processes per core (``--workers``, ``--scheduler local:N``).
+WORKERS_PER_CORE = 4
+
+
+def max_workers() -> int:
+    """The most worker processes a batch starts on this machine: each is a process of 100-300 MiB, and many more
+    than the cores only slow the batch down (and can run the machine out of memory)."""
+    return WORKERS_PER_CORE * available_cores()
 
 
 def default_threads(workers: int) -> int:

@@ -64,6 +64,7 @@ from bgsub.commands._common import (
 )
 from bgsub.jobs import (
     RESULT_FILE,
+    WORKERS_PER_CORE,
     Job,
     JobDir,
     OutputLock,
@@ -74,6 +75,7 @@ from bgsub.jobs import (
     default_threads,
     is_finished,
     limit_threads,
+    max_workers,
     plan_jobs,
     read_result,
     remove_job_partials,
@@ -97,9 +99,34 @@ MANIFEST_FILE = "manifest.json"
 _PROGRESS_EVERY = 10
 
 
+def _within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _input_sort_key(root: Path, p: Path) -> list:
+    return natural_sort_key(p.relative_to(root).as_posix() if p != root else p.name)
+
+
+def matches_pattern(root: str | os.PathLike, path: str | os.PathLike, pattern: str | None) -> bool:
+    """True when ``pattern`` (a shell pattern) matches the input's name or its path relative to ``root``."""
+    if not pattern:
+        return True
+    root, p = Path(root), Path(path)
+    rel = p.relative_to(root).as_posix() if p != root else p.name
+    return fnmatch.fnmatch(p.name, pattern) or fnmatch.fnmatch(rel, pattern)
+
+
 def find_inputs(in_dir: str | os.PathLike, pattern: str | None = None,
-                exclude: str | os.PathLike | None = None) -> list[tuple[Path, str]]:
+                exclude: str | os.PathLike | None = None,
+                skipped: list[dict] | None = None) -> list[tuple[Path, str]]:
     """Video files and CDnet sequence folders under ``in_dir``, in natural order.
+
+    Symbolic links are resolved and never make an input of their own: a link
+    to an input of the tree is that input (one job, under the target's name);
+    a link to anything else (another folder of the tree, which is searched under
+    its own name, a loop, a file that is not an input), a dangling link, and a
+    link to somewhere outside ``in_dir`` are skipped and, when ``skipped`` is
+    given, appended to it as ``{"path", "target", "reason"}``.
 
     Parameters
     ----------
@@ -111,43 +138,101 @@ def find_inputs(in_dir: str | os.PathLike, pattern: str | None = None,
         name and its path relative to ``in_dir``.
     exclude : path, optional
         A folder not to descend into (the output folder, when inside ``in_dir``).
+    skipped : list, optional
+        Receives the links that were skipped, and why.
 
     Returns
     -------
     list of (Path, str)
         Each input and its kind, ``"video"`` or ``"cdnet"``.
+
+    Raises
+    ------
+    ConfigError
+        When a folder of the tree cannot be read (its permissions).
     """
     root = Path(in_dir)
+    real_root = root.resolve()
     exclude_real = Path(exclude).resolve() if exclude is not None else None
-    found: list[tuple[Path, str]] = []
-    if is_cdnet_sequence(root):
-        found.append((root, "cdnet"))
-    else:
-        for dirpath, dirnames, filenames in os.walk(root):
-            d = Path(dirpath)
-            keep = []
-            for name in sorted(dirnames, key=natural_sort_key):
-                sub = d / name
-                if name.startswith(".") or (exclude_real is not None and sub.resolve() == exclude_real):
-                    continue
-                if is_cdnet_sequence(sub):
-                    found.append((sub, "cdnet"))
-                else:
-                    keep.append(name)
-            dirnames[:] = keep
-            for name in sorted(filenames, key=natural_sort_key):
-                if name.startswith(".") or Path(name).suffix.lower() not in VIDEO_EXTENSIONS:
-                    continue
-                found.append((d / name, "video"))
-    if pattern:
-        def matches(p: Path) -> bool:
-            rel = p.relative_to(root).as_posix() if p != root else p.name
-            return fnmatch.fnmatch(p.name, pattern) or fnmatch.fnmatch(rel, pattern)
+    found: dict[Path, tuple[Path, str]] = {}  # real path -> (path under root, kind)
+    links: list[Path] = []
 
-        found = [(p, k) for p, k in found if matches(p)]
-    found.sort(key=lambda item: natural_sort_key(
-        item[0].relative_to(root).as_posix() if item[0] != root else item[0].name))
-    return found
+    def unreadable(path, exc: OSError):
+        return ConfigError(f"cannot read {path}: {exc.strerror or exc}; make it readable, or move it out of {in_dir}")
+
+    def is_sequence(folder: Path) -> bool:
+        try:
+            return is_cdnet_sequence(folder)
+        except OSError as exc:
+            raise unreadable(folder, exc) from None
+
+    def scan(folder: Path) -> None:
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: natural_sort_key(e.name))
+        except OSError as exc:
+            raise unreadable(folder, exc) from None
+        for e in entries:
+            if e.name.startswith("."):
+                continue
+            path = folder / e.name
+            try:
+                if e.is_symlink():
+                    links.append(path)
+                elif e.is_dir(follow_symlinks=False):
+                    if exclude_real is not None and path.resolve() == exclude_real:
+                        continue
+                    if is_sequence(path):
+                        found[path.resolve()] = (path, "cdnet")
+                    else:
+                        scan(path)
+                elif Path(e.name).suffix.lower() in VIDEO_EXTENSIONS and e.is_file(follow_symlinks=False):
+                    found[path.resolve()] = (path, "video")
+            except OSError as exc:
+                raise unreadable(path, exc) from None
+
+    if is_sequence(root):
+        found[real_root] = (root, "cdnet")
+    else:
+        scan(root)
+    notes: list[dict] = []
+    for link in sorted(links, key=lambda p: _input_sort_key(root, p)):
+        rel = link.relative_to(root).as_posix()
+        try:
+            shown = os.readlink(link)
+        except OSError:
+            shown = "?"
+        try:
+            target = link.resolve(strict=True)
+        except FileNotFoundError:
+            reason = "a dangling link (its target does not exist)"
+        except (RuntimeError, OSError) as exc:  # a loop (ELOOP), or a folder on the way that cannot be read
+            reason = ("a link loop" if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == 40
+                      else f"a link that cannot be followed ({getattr(exc, 'strerror', None) or exc})")
+        else:
+            shown = str(target)
+            if not _within(target, real_root):
+                reason = "a link to outside the input folder (only links within it are followed)"
+            elif exclude_real is not None and _within(target, exclude_real):
+                reason = "a link into the output folder"
+            elif target in found:
+                reason = f"a link to the input {_rel(root, found[target][0])}, which is processed once, under its own name"
+            elif target.is_dir() and _within(real_root, target):
+                reason = "a link loop (to a folder that contains it)"
+            elif target.is_dir():
+                reason = "a link to a folder of the input tree, which is searched under its own name"
+            else:
+                reason = "a link to a file that is not an input (not a video, or hidden)"
+        notes.append({"path": rel, "target": shown, "reason": reason})
+    if skipped is not None:
+        skipped.extend(notes)
+    inputs = [v for v in found.values() if matches_pattern(root, v[0], pattern)]
+    inputs.sort(key=lambda item: _input_sort_key(root, item[0]))
+    return inputs
+
+
+def _rel(root: Path, p: Path) -> str:
+    return p.relative_to(root).as_posix() if p != root else p.name
 
 
 # --------------------------------------------------------------------------
@@ -158,12 +243,14 @@ _worker_state: dict[str, Any] = {}
 
 
 def _init_worker(progress_queue, stop_event, parent_pid: int, algo: str, params: dict,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, parent_alive=None) -> None:
     # Ctrl-C goes to the whole process group: the parent decides, through
     # stop_event, so that a worker never dies half-way through a write.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker_state.update(queue=progress_queue, stop=stop_event, batch_pid=parent_pid,
-                         ppid=os.getppid(), polls=0)
+                         ppid=os.getppid(), polls=0, parent_gone=False, in_job=False)
+    if parent_alive is not None:
+        _watch_parent(parent_alive)
     if threads:
         limit_threads(threads)
     # Warm up: compile (or load from numba's cache) the subtractor's kernels
@@ -181,7 +268,39 @@ def _init_worker(progress_queue, stop_event, parent_pid: int, algo: str, params:
         pass
 
 
+#: After the batch dies, a worker in the middle of a job has this long to stop and delete its temporary folder
+#: before it exits anyway.
+_ORPHAN_GRACE_S = 2.0
+
+
+def _watch_parent(parent_alive) -> None:
+    """Exit this worker when the batch process ends, however it ends (kill -9 included).
+
+    ``parent_alive`` is the read end of a pipe whose only write end the batch
+    holds: the system closes it when the batch ends, and the read returns. An
+    idle worker (waiting for a job that will never come, on a queue it holds
+    both ends of) exits at once; a running job is told to stop, gets
+    :data:`_ORPHAN_GRACE_S` to remove its temporary folder, and the worker
+    exits. Once the workers are gone, the fork server and the resource tracker,
+    which live only as long as some process holds their pipes, exit too.
+    """
+    def watch():
+        try:
+            parent_alive.recv_bytes()
+        except (EOFError, OSError):
+            pass
+        _worker_state["parent_gone"] = True
+        deadline = time.monotonic() + _ORPHAN_GRACE_S
+        while _worker_state.get("in_job") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="bgsub-batch-parent-watch", daemon=True).start()
+
+
 def _stop_requested() -> bool:
+    if _worker_state.get("parent_gone"):
+        return True
     stop = _worker_state.get("stop")
     if stop is not None and stop.is_set():
         return True
@@ -312,6 +431,14 @@ def process_job(job: Job, algo: str, params: dict, options: JobOptions | None = 
     and the settings, which a resumed batch compares before skipping the job.
     ``threads`` limits numba's and OpenCV's threads in this worker.
     """
+    _worker_state["in_job"] = True
+    try:
+        return _process_job(job, algo, params, options, threads)
+    finally:
+        _worker_state["in_job"] = False
+
+
+def _process_job(job: Job, algo: str, params: dict, options: JobOptions | None, threads: int | None) -> dict:
     from bgsub.registry import create
 
     options = options if options is not None else JobOptions()
@@ -357,6 +484,12 @@ def process_job(job: Job, algo: str, params: dict, options: JobOptions | None = 
         with source:
             if q is not None:
                 q.put(("start", job.key, source.frame_count))
+            # OpenCV's KNN and MOG draw from this thread's random generator: seeded for each job, an input's
+            # masks do not depend on which worker ran it or what that worker ran before (a resumed batch, or a
+            # batch with other workers, writes the same bytes).
+            import cv2
+
+            cv2.setRNGSeed(0)
             result, outputs = process_frames(source, create(algo, **params), tmp, options, on_frame)
             if result.interrupted:
                 raise _Interrupted()
@@ -485,37 +618,88 @@ def run_batch(
     except UnsafeOutputError as exc:
         raise ConfigError(str(exc)) from None
     # Plan on every input, then filter: a --pattern must not move an input's output.
-    inputs = find_inputs(in_dir, None, exclude=out_dir)
-    selected = {p for p, _ in find_inputs(in_dir, pattern, exclude=out_dir)} if pattern else None
+    skipped: list[dict] = []
+    inputs = find_inputs(in_dir, None, exclude=out_dir, skipped=skipped)
     run_id = os.urandom(4).hex()
     jobs = [j for j, (p, _) in zip(plan_jobs(in_dir, out_dir, inputs, run_id), inputs)
-            if selected is None or p in selected]
+            if matches_pattern(in_dir, p, pattern)]
+    for note in skipped:
+        print(f"warning: {note['path']}: {note['reason']}; skipped", file=log)
     if not jobs:
         what = f" matching {pattern!r}" if pattern else ""
         raise ConfigError(
             f"no video files ({', '.join(VIDEO_EXTENSIONS[:4])}, ...) or CDnet sequence folders{what} "
             f"under {in_dir}"
         )
-    out_dir.mkdir(parents=True, exist_ok=True)
+    _make_output_dir(out_dir)
     lock = OutputLock(out_dir)
     try:
         lock.acquire()
     except UnsafeOutputError as exc:
         raise ConfigError(str(exc)) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot open OUT_DIR {out_dir}: {exc.strerror}; choose a folder you can write to") \
+            from None
     try:
+        _check_writable(out_dir)
         return _run_locked(jobs, in_dir, out_dir, run_id, algo=algo, params=params, workers=workers,
                            threads=threads, scheduler=scheduler, security=security, pattern=pattern,
-                           options=options, overwrite=overwrite, progress=progress, log=log)
+                           options=options, overwrite=overwrite, progress=progress, log=log, skipped_links=skipped)
     finally:
         lock.release()
 
 
+def _make_output_dir(out_dir: Path) -> None:
+    """Create ``out_dir`` (and its parents), or say in one line why it cannot be."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except NotADirectoryError:
+        blocker = next((a for a in [out_dir, *out_dir.parents] if a.exists() and not a.is_dir()), None)
+        where = f"{blocker} is a file, not a folder" if blocker is not None else "a part of it is not a folder"
+        raise ConfigError(f"cannot create OUT_DIR {out_dir}: {where}; choose another OUT_DIR") from None
+    except FileExistsError:
+        raise ConfigError(f"cannot create OUT_DIR {out_dir}: {out_dir} exists and is not a folder") from None
+    except OSError as exc:
+        where = next((a for a in out_dir.parents if a.exists()), None)
+        raise ConfigError(f"cannot create OUT_DIR {out_dir}"
+                          + (f" in {where}" if where is not None else "")
+                          + f": {exc.strerror or exc}; choose a folder you can write to") from None
+
+
+def _check_writable(out_dir: Path) -> None:
+    """Refuse an ``out_dir`` this process cannot create files in, before anything is done (a real test, not
+    ``os.access``, which is wrong for root and for some network file systems)."""
+    probe = out_dir / f".{Path(MANIFEST_FILE).stem}.partial-probe-{os.getpid()}-{os.urandom(3).hex()}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:
+        raise ConfigError(f"cannot write into OUT_DIR {out_dir}: {exc.strerror or exc}; choose a folder you can "
+                          "write to") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def _check_manifest(manifest: Manifest) -> None:
+    """Refuse a manifest whose parts have the wrong types (edited or damaged) before anything relies on them."""
+    data = manifest.data
+    for key, kind, what in (("config", dict, "an object"), ("items", dict, "an object"), ("runs", list, "a list")):
+        if not isinstance(data.get(key), kind):
+            raise ConfigError(f"{manifest.path} is damaged: its {key!r} is not {what} "
+                              f"(got {type(data.get(key)).__name__}); use another OUT_DIR, or delete that file to "
+                              "start its record afresh")
+    for key, item in data["items"].items():
+        if not isinstance(item, dict):
+            raise ConfigError(f"{manifest.path} is damaged: its item {key!r} is not an object; use another OUT_DIR, "
+                              "or delete that file to start its record afresh")
+
+
 def _run_locked(jobs, in_dir, out_dir, run_id, *, algo, params, workers, threads, scheduler, security, pattern,
-                options, overwrite, progress, log) -> Manifest:
+                options, overwrite, progress, log, skipped_links=()) -> Manifest:
     try:
         manifest = Manifest.load(out_dir / MANIFEST_FILE)
     except ValueError as exc:
         raise ConfigError(f"{exc}; use another OUT_DIR") from None
+    _check_manifest(manifest)
     settings = options.settings(algo, params)
     config = {**settings, "input": str(in_dir.resolve())}
     if manifest.config and not overwrite:
@@ -544,10 +728,9 @@ def _run_locked(jobs, in_dir, out_dir, run_id, *, algo, params, workers, threads
             manifest.items[job.key] = {"status": "pending", "source": job.source, "kind": job.kind,
                                        "output": job.output, "job_id": job.job_id}
             todo.append(job)
-    # Leftovers of a killed run (no other batch writes here: we hold the lock).
-    stale = sum(remove_job_partials(job.output) for job in todo)
-    # A manifest write cut short by a kill leaves its temporary file beside it.
-    stale += remove_partials(out_dir, Path(MANIFEST_FILE).stem)
+    # Leftovers of killed runs, also where nothing is redone (no other batch writes here: we hold the lock):
+    # every temporary name in the folders the outputs go to, and a manifest write cut short beside it.
+    stale = sum(remove_partials(folder) for folder in {out_dir, *(Path(job.output).parent for job in jobs)})
     if scheduler:
         from bgsub import cluster
 
@@ -555,9 +738,12 @@ def _run_locked(jobs, in_dir, out_dir, run_id, *, algo, params, workers, threads
     else:
         n_workers = max(1, min(workers or default_workers(), len(todo) or 1))
     n_threads = threads or default_threads(n_workers or 1)
+    warnings = [f"{note['path']}: {note['reason']}; skipped" for note in skipped_links]
+    manifest.data["skipped_links"] = {note["path"]: {"target": note["target"], "reason": note["reason"]}
+                                      for note in skipped_links}
     run_record = {"started": utc_now(), "run_id": run_id, "workers": n_workers, "threads": n_threads,
                   "scheduler": scheduler, "pid": os.getpid(), "todo": len(todo), "skipped": skipped,
-                  "stale_removed": stale, "pattern": pattern}
+                  "stale_removed": stale, "pattern": pattern, "warnings": warnings}
     manifest.runs.append(run_record)
     manifest.save()
     where = (f"on Dask {scheduler}" if scheduler else f"with {n_workers} worker{'s' if n_workers != 1 else ''} "
@@ -713,9 +899,12 @@ def _run_pool(todo, manifest, algo, params, n_workers, n_threads, options, progr
                 if bar is not None:
                     bar.update(value)
 
+    # The workers watch the read end of this pipe; only this process holds the write end (not inherited by
+    # anything it starts), so the workers learn at once when it ends, even by kill -9.
+    alive_r, alive_w = ctx.Pipe(duplex=False)
     executor = cf.ProcessPoolExecutor(
         max_workers=n_workers, mp_context=ctx, initializer=_init_worker,
-        initargs=(progress_queue, stop_event, os.getpid(), algo, params, n_threads),
+        initargs=(progress_queue, stop_event, os.getpid(), algo, params, n_threads, alive_r),
     )
     futures = {}
     try:
@@ -772,6 +961,8 @@ def _run_pool(todo, manifest, algo, params, n_workers, n_threads, options, progr
         manifest.save()
     finally:
         executor.shutdown(wait=not interrupted, cancel_futures=True)
+        alive_w.close()  # workers left running after a second Ctrl-C exit now
+        alive_r.close()
         drain()
         if bar is not None:
             bar.close()
@@ -840,6 +1031,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         return error("batch", f"--workers must be >= 1, got {args.workers}", 2)
+    if args.workers is not None and args.workers > max_workers():
+        return error("batch", f"--workers takes at most {max_workers()} on this machine ({WORKERS_PER_CORE} per "
+                              f"core, {available_cores()} cores), got {args.workers}", 2)
     if args.max_frames is not None and args.max_frames < 1:
         return error("batch", f"--max-frames must be >= 1, got {args.max_frames}", 2)
     if args.threads is not None and args.threads < 1:
@@ -861,7 +1055,7 @@ def main(args: argparse.Namespace) -> int:
         if args.scheduler:
             from bgsub import cluster
 
-            cluster.check_scheduler(args.scheduler)
+            cluster.check_scheduler(args.scheduler, tls)
             security = cluster.security(*tls) if any(tls) else None
         manifest = run_batch(
             args.in_dir, args.out_dir, algo=algo, params=params, workers=args.workers, threads=args.threads,
@@ -871,6 +1065,10 @@ def main(args: argparse.Namespace) -> int:
         )
     except ConfigError as exc:
         return error("batch", str(exc), 2)
+    except OSError as exc:  # while running: the output's disk or folder failed under the batch
+        where = f" {exc.filename}" if exc.filename else ""
+        return error("batch", f"cannot write{where}: {exc.strerror or exc}; finished inputs are kept, run the same "
+                              "command again to go on", 1)
     items = manifest.items
     counts = manifest.counts()
     failed = [k for k, v in items.items() if v.get("status") == "failed"]
