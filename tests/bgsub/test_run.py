@@ -58,7 +58,7 @@ def test_run_with_olkn_on_a_sequence_prints_cdnet_scores(tmp_path, capsys):
     assert rc == 0
     assert_masks(out, range(1, 21), (60, 80))
     printed = capsys.readouterr()
-    assert "-> olkn" in printed.err
+    assert "-> olkn" not in printed.err  # --quiet: no parameter line
     assert "CDnet scores over 12 scored frames: F=" in printed.out
 
 
@@ -121,8 +121,8 @@ def test_config_file_on_the_command_line(tmp_path, clip, capsys):
     cfg = tmp_path / "run.toml"
     cfg.write_text('algo = "mog2"\n[params]\nvarThreshold = 25.0\n')
     out = tmp_path / "masks"
-    assert cli(["run", str(clip), "--config", str(cfg), "--out", str(out), "--quiet", "--max-frames", "3"]) == 0
-    assert "-> mog2 history=500 varThreshold=25.0" in capsys.readouterr().err
+    assert cli(["run", str(clip), "--config", str(cfg), "--out", str(out), "--max-frames", "3"]) == 0
+    assert "-> mog2 varThreshold=25.0 (others default)" in capsys.readouterr().err
     assert len(list_masks(out)) == 3
 
 
