@@ -146,10 +146,13 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
     #: implements ``_stream_call``).
     _fast_rows = False
 
+    #: Data rules for ``width`` besides ``"scale"`` that the subclass implements in ``_data_width``.
+    _width_rules = ()
+
     # ------------------------------------------------------------------ params
     def _check_kernel_params(self):
         check_choice("kernel", self.kernel, KERNELS)
-        width = check_width("width", self.width)
+        width = check_width("width", self.width, self._width_rules)
         degree = float(check_int("degree", self.degree, low=1))
         coef0 = check_real("coef0", self.coef0, low=0.0)
         budget = check_int("budget", self.budget, low=1, allow_none=True)
@@ -224,8 +227,14 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
 
     def _start(self, X, params):
         """First rows: fix the kernel width (``"scale"``: from this batch) and allocate."""
-        self.width_ = scale_width(X) if params["width"] is None else params["width"]
+        width = params["width"]
+        self.width_ = scale_width(X) if width is None else self._data_width(X, params) if isinstance(width, str) \
+            else width
         self._allocate(X.shape[1], params)
+
+    def _data_width(self, X, params):  # pragma: no cover - only for the rules a subclass lists
+        """The width a rule of ``_width_rules`` gives for the first rows ``X``."""
+        raise NotImplementedError
 
     def _allocate(self, n_features, params):
         capacity = params["budget"] if params["budget"] is not None else _INITIAL_CAPACITY
@@ -347,7 +356,9 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
         return self
 
     def _kernel_args(self, params):
-        width = self.width_ if params["width"] is None else params["width"]
+        width = params["width"]
+        if width is None or isinstance(width, str):
+            width = self.width_
         return params["kind"], width, params["degree"], params["coef0"], EMPTY_LUT
 
     def _raw_decision(self, X):

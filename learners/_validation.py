@@ -64,12 +64,16 @@ def _range_text(low, high, low_open, high_open):
     return ""
 
 
-def check_width(name, value):
-    """A kernel width: ``"scale"`` (returned as None: set from the data) or a real > 0."""
+def check_width(name, value, rules=()):
+    """A kernel width: ``"scale"`` (returned as None: set from the data), one of the estimator's own
+    data rules ``rules`` (returned as given), or a real > 0."""
     if isinstance(value, str):
         if value == "scale":
             return None
-        raise TypeError(f"{name} must be a real number > 0 or 'scale', got {value!r}")
+        if value in rules:
+            return value
+        names = " or ".join(repr(r) for r in ("scale",) + tuple(rules))
+        raise TypeError(f"{name} must be a real number > 0 or {names}, got {value!r}")
     return check_real(name, value, low=0.0, low_open=True)
 
 
