@@ -12,17 +12,17 @@ and the share of foreground pixels.
 
 Layout of the package (a Qt-free model injected into the window):
 
-* :mod:`gui.model` -- :class:`~gui.model.Session`: source, subtractor, metrics;
+* :mod:`bgsub_gui.model` -- :class:`~bgsub_gui.model.Session`: source, subtractor, metrics;
   no Qt, testable alone.
-* :mod:`gui.worker` -- runs a session on a ``QThread``; the window gets the
+* :mod:`bgsub_gui.worker` -- runs a session on a ``QThread``; the window gets the
   newest result only, so it never lags behind.
-* :mod:`gui.views`, :mod:`gui.panels` -- the image views, the controls and the
-  metrics panel; :mod:`gui.main_window` wires them by signals.
-* :mod:`gui.headless` -- ``--frames N --screenshot FILE.png`` runs.
-* :mod:`gui.qt_check` -- refuses a Qt binding known to crash (PySide6 6.12.0
+* :mod:`bgsub_gui.views`, :mod:`bgsub_gui.panels` -- the image views, the controls and the
+  metrics panel; :mod:`bgsub_gui.main_window` wires them by signals.
+* :mod:`bgsub_gui.headless` -- ``--frames N --screenshot FILE.png`` runs.
+* :mod:`bgsub_gui.qt_check` -- refuses a Qt binding known to crash (PySide6 6.12.0
   under Python 3.11).
-* :mod:`gui.gc_thread` -- reference cycles collected in the GUI thread only.
-* :mod:`gui.app` -- the ``bgsub-gui`` command.
+* :mod:`bgsub_gui.gc_thread` -- reference cycles collected in the GUI thread only.
+* :mod:`bgsub_gui.app` -- the ``bgsub-gui`` command.
 
 Keyboard: Space play/pause, Right step one frame, R restart, O mask overlay,
 0 threshold back to 0, Ctrl+O open a video, Ctrl+Shift+O open a folder, Ctrl+B

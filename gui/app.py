@@ -24,7 +24,7 @@ import os
 import sys
 from pathlib import Path
 
-from bgsub.commands._common import add_frame_arguments, parse_size
+from bgsub.options import add_frame_arguments, parse_size
 
 __all__ = ["main", "build_parser"]
 
@@ -41,6 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
         "Ctrl+S save masks, Ctrl+Q quit. Drop a file or folder onto the window to open it. "
         "Example: QT_QPA_PLATFORM=offscreen bgsub-gui sample --frames 120 --screenshot gui.png",
     )
+    from bgsub import __version__
+    from bgsub.registry import algorithms
+
+    p.add_argument("--version", action="version", version=f"bgsub-gui {__version__}")
     p.add_argument(
         "source",
         nargs="?",
@@ -49,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="camera index, video file, image folder, CDnet-layout folder, or 'sample' "
         "(the bundled sample with ground truth; the default)",
     )
-    p.add_argument("--algo", default=None, help="algorithm (default: olkn when available)")
+    p.add_argument("--algo", default=None, metavar="NAME",
+                   help=f"algorithm: {', '.join(algorithms())} (default: olkn when available)")
     p.add_argument("--preset", default=None, metavar="NAME",
                    help="start from a named parameter set of the algorithm (e.g. paper)")
     p.add_argument(
@@ -134,11 +139,11 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtWidgets import QApplication
 
     from bgsub import registry
-    from gui.gc_thread import collect_in_gui_thread
-    from gui.headless import ScreenshotRun, quiet_offscreen_warnings
-    from gui.main_window import MainWindow
-    from gui.model import Session
-    from gui.qt_check import QtBindingError, check_qt_binding
+    from .gc_thread import collect_in_gui_thread
+    from .headless import ScreenshotRun, quiet_offscreen_warnings
+    from .main_window import MainWindow
+    from .model import Session
+    from .qt_check import QtBindingError, check_qt_binding
 
     try:
         check_qt_binding()
@@ -172,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("bgsub-gui")
     app.setOrganizationName("olk-bgsub")
-    # From here on threads run: the worker's, and a camera's reader (see gui.gc_thread).
+    # From here on threads run: the worker's, and a camera's reader (see bgsub_gui.gc_thread).
     with collect_in_gui_thread():
         window = MainWindow(session)
         window.resize(*size)

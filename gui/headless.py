@@ -14,7 +14,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QTimer, Slot, qInstallMessageHandler
 from PySide6.QtWidgets import QApplication, QWidget
 
-from gui.worker import PlayState
+from .worker import PlayState
 
 __all__ = ["ScreenshotRun", "save_png", "quiet_offscreen_warnings"]
 
@@ -69,7 +69,7 @@ class ScreenshotRun(QObject):
     Parameters
     ----------
     app : QApplication
-    window : gui.main_window.MainWindow
+    window : bgsub_gui.main_window.MainWindow
         Its worker must have a frame limit set.
     path : path
         Where the PNG goes.

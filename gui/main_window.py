@@ -1,7 +1,7 @@
 """The main window: views on top, metrics below, controls on the left.
 
-The window is given a :class:`gui.model.Session` (Qt-free) and runs it through a
-:class:`gui.worker.SessionController`; it never processes frames itself. All
+The window is given a :class:`bgsub_gui.model.Session` (Qt-free) and runs it through a
+:class:`bgsub_gui.worker.SessionController`; it never processes frames itself. All
 views are updated from the worker's signals.
 """
 
@@ -27,10 +27,10 @@ from PySide6.QtWidgets import (
 )
 
 from bgsub import registry
-from gui.model import FrameResult, ParamChange, Session, SourceInfo, warm_up
-from gui.panels import ControlPanel, MetricsPanel
-from gui.views import FrameViews
-from gui.worker import PlayState, SessionController
+from .model import FrameResult, ParamChange, Session, SourceInfo, warm_up
+from .panels import ControlPanel, MetricsPanel
+from .views import FrameViews
+from .worker import PlayState, SessionController
 
 __all__ = ["MainWindow", "RecentSources", "VIDEO_FILTER"]
 
@@ -432,7 +432,7 @@ class MainWindow(QMainWindow):
         self.controller.load_model(os.fspath(path))
 
     def warm_up(self, algo: str, params: dict) -> None:
-        """Compile ``algo``'s kernels for ``params`` here, in the GUI thread (see :func:`gui.model.warm_up`).
+        """Compile ``algo``'s kernels for ``params`` here, in the GUI thread (see :func:`bgsub_gui.model.warm_up`).
 
         Done once per algorithm and parameter set; a failure is left for the
         worker to report when it builds the model.

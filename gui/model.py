@@ -6,7 +6,7 @@ ground truth, the running confusion counts and a streaming ROC curve. It turns
 one frame into one immutable :class:`FrameResult` that the views draw. Frames go
 through one :class:`bgsub.pipeline.Pipeline`, whose sinks also save what the user
 asks for while it runs: masks, an overlay video, the objects file. The Qt
-worker (:mod:`gui.worker`) drives it from its own thread; tests drive it directly.
+worker (:mod:`bgsub_gui.worker`) drives it from its own thread; tests drive it directly.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 
 from bgsub import registry
 from bgsub.checkpoint import algorithm_name
-from bgsub.commands._common import WARM_UP_SIZE, compile_note, run_throwaway_frames
+from bgsub.warmup import WARM_UP_SIZE, compile_note, run_throwaway_frames
 from bgsub.checkpoint import load as load_checkpoint
 from bgsub.metrics import ConfusionCounts
 from bgsub.pipeline import DetectedObject, MaskFiles, ObjectsFile, OverlayVideo, Pipeline, Region, Scores, Sink

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 
 from bgsub import registry
 
-from gui.model import FrameResult, SourceInfo
+from .model import FrameResult, SourceInfo
 
 __all__ = ["ParameterForm", "ControlPanel", "MetricsPanel", "RESET_MARK", "describe_range", "param_label_html"]
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Signal
+from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QPainterPath
 from PySide6.QtWidgets import QGraphicsPathItem, QVBoxLayout, QWidget
 
-from gui.model import FrameResult
+from .model import FrameResult
 
-__all__ = ["FrameViews", "overlay_mask", "symmetric_levels", "SCORE_COLORMAP"]
+__all__ = ["FrameViews", "overlay_mask", "range_ticks", "symmetric_levels", "SCORE_COLORMAP"]
 
 #: Diverging colour map: blue background, white at the threshold, red foreground.
 SCORE_COLORMAP = "CET-D1"
@@ -71,6 +71,32 @@ def symmetric_levels(score: np.ndarray, score_range: tuple[float, float],
     return -q, q
 
 
+def range_ticks(lo: float, hi: float) -> list[float]:
+    """Tick values of the score scale ``[lo, hi]``: both ends, the middle, and 0 and the half-ends when 0 lies
+    inside."""
+    values = {lo, hi, (lo + hi) / 2.0}
+    if lo < 0.0 < hi:
+        values |= {0.0, lo / 2.0, hi / 2.0}
+    return sorted(values)
+
+
+class _Title(pg.LabelItem):
+    """A view's title that asks for no minimum width (a plain LabelItem asks for its text's width)."""
+
+    def text_width(self) -> float:
+        return float(self.itemRect().width())
+
+    def sizeHint(self, hint, constraint):
+        size = super().sizeHint(hint, constraint)
+        if hint == Qt.SizeHint.MinimumSize:
+            size.setWidth(0.0)
+        return size
+
+    def updateMin(self) -> None:
+        super().updateMin()
+        self.setMinimumWidth(0.0)
+
+
 class FrameViews(QWidget):
     """Input frame (optionally with the mask over it), mask and score map.
 
@@ -96,9 +122,11 @@ class FrameViews(QWidget):
 
         self.canvas = pg.GraphicsLayoutWidget()
         self.canvas.setBackground("w")
+        self._titles: list[pg.LabelItem] = []
         self.frame_box = self._add_view("Input frame", 0)
         self.mask_box = self._add_view("Foreground mask", 1)
         self.score_box = self._add_view("Score map (positive = foreground)", 2)
+        self._equal_columns()
         for box in (self.mask_box, self.score_box):
             box.setXLink(self.frame_box)
             box.setYLink(self.frame_box)
@@ -129,10 +157,25 @@ class FrameViews(QWidget):
         layout.addWidget(self.canvas)
 
     def _add_view(self, title: str, col: int) -> pg.ViewBox:
-        self.canvas.addLabel(title, row=0, col=col, color="k")
+        label = _Title(title, color="k")
+        self.canvas.addItem(label, row=0, col=col)
+        self._titles.append(label)
         box = self.canvas.addViewBox(row=1, col=col, lockAspect=True, invertY=True, enableMenu=False)
         box.setBackgroundColor((235, 235, 235))
         return box
+
+    def _equal_columns(self) -> None:
+        """Make the three views' columns equally wide.
+
+        The views share one zoom and pan (linked), so a narrower view shows fewer of the same pixels: its sides
+        are cropped. The layout sizes a column from its title's width, so every column gets the widest title's
+        preferred width and the same stretch (and no minimum: a narrow window clips the titles, not the views).
+        """
+        layout = self.canvas.ci.layout
+        widest = max(t.text_width() for t in self._titles)
+        for col in range(len(self._titles)):
+            layout.setColumnPreferredWidth(col, widest)
+            layout.setColumnStretchFactor(col, 1)
 
     # ------------------------------------------------------------------
 
@@ -247,7 +290,10 @@ class FrameViews(QWidget):
         self._setting_levels = True
         try:
             if histogram:
-                self.histogram.setHistogramRange(lo, hi)
+                # exactly the score range (no padding), its ends labelled: the colour bar's scale is the
+                # range the window states ("scores lie in [lo, hi]")
+                self.histogram.setHistogramRange(lo, hi, padding=0.0)
+                self.histogram.axis.setTicks([[(v, f"{v:g}") for v in range_ticks(lo, hi)], []])
             self.histogram.setLevels(lo, hi)
         finally:
             self._setting_levels = False

@@ -1,4 +1,4 @@
-"""Run a :class:`gui.model.Session` on a worker thread, so the window never waits.
+"""Run a :class:`bgsub_gui.model.Session` on a worker thread, so the window never waits.
 
 :class:`SessionWorker` lives in a :class:`QThread`; a zero-interval timer in that
 thread processes one frame per tick, and requests from the window (play, step,
@@ -6,7 +6,7 @@ parameter changes...) arrive as queued signals between two frames.
 :class:`SessionController` is the window's side: it owns the thread, forwards
 requests, and hands over the newest result only.
 
-Results are not queued: the worker keeps the newest :class:`gui.model.FrameResult`
+Results are not queued: the worker keeps the newest :class:`bgsub_gui.model.FrameResult`
 and signals ``resultReady`` once; the window takes it when it gets to it. Every
 processed frame still counts in the metrics; only drawing skips frames.
 """
@@ -22,7 +22,7 @@ from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from bgsub.sources import SourceError
 
-from gui.model import FrameResult, Session
+from .model import FrameResult, Session
 
 __all__ = ["SessionWorker", "SessionController", "PlayState"]
 
@@ -63,7 +63,7 @@ class SessionWorker(QObject):
     modelReset(str, object)
         The model was rebuilt: why, and the new ``score_range``.
     paramChanged(object)
-        A :class:`gui.model.ParamChange` after a parameter request.
+        A :class:`bgsub_gui.model.ParamChange` after a parameter request.
     paramRejected(str, object)
         A parameter request failed (``error`` says why); the value still in use.
     algorithmRejected(str, object)

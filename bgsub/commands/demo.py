@@ -33,7 +33,7 @@ def gui_unavailable_reason() -> str | None:
     if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or sys.platform in ("win32", "darwin")):
         return "no display ($DISPLAY and $WAYLAND_DISPLAY are not set)"
     missing = [m for m in ("PySide6", "pyqtgraph") if importlib.util.find_spec(m) is None]
-    if missing or importlib.util.find_spec("gui") is None or importlib.util.find_spec("gui.app") is None:
+    if missing or importlib.util.find_spec("bgsub_gui") is None or importlib.util.find_spec("bgsub_gui.app") is None:
         return "the desktop app is not installed (pip install -e '.[gui]')"
     return None
 
@@ -146,7 +146,7 @@ def main(args: argparse.Namespace) -> int:
     if not args.no_gui:
         reason = gui_unavailable_reason()
         if reason is None:
-            from gui.app import main as gui_main
+            from bgsub_gui.app import main as gui_main
 
             argv = ["sample", "--algo", algo] + [a for kv in args.assignments for a in ("--set", kv)]
             print("opening the desktop app on the bundled sample (bgsub demo --no-gui stays in the terminal)",

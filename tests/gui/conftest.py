@@ -12,7 +12,7 @@ import cv2  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from gui.qt_check import none_refcount_leak  # noqa: E402
+from bgsub_gui.qt_check import none_refcount_leak  # noqa: E402
 
 # A binding that loses references to None aborts the whole pytest process after a
 # few thousand Qt calls (every other test's result lost): then collect only
@@ -50,9 +50,9 @@ def _collect_in_gui_thread(qapp):
     after it (once per module: a full collection takes about half a second here).
 
     Otherwise a worker or reader thread may collect an earlier test's closed window,
-    leaving its timers to fire on freed memory (see :mod:`gui.gc_thread`).
+    leaving its timers to fire on freed memory (see :mod:`bgsub_gui.gc_thread`).
     """
-    from gui.gc_thread import collect_in_gui_thread
+    from bgsub_gui.gc_thread import collect_in_gui_thread
 
     with collect_in_gui_thread():
         yield
@@ -75,8 +75,8 @@ def settings(tmp_path):
 @pytest.fixture
 def make_window(qtbot, settings):
     """Build a MainWindow on a fresh Session; closed (worker stopped) after the test."""
-    from gui.main_window import MainWindow
-    from gui.model import Session
+    from bgsub_gui.main_window import MainWindow
+    from bgsub_gui.model import Session
 
     windows = []
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtGui import QImage
 
-from gui.app import build_parser
+from bgsub_gui.app import build_parser
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -21,7 +21,7 @@ def run_gui(args, tmp_path, timeout=240):
     # Recent sources go to a settings file of the test's own.
     env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
     env["HOME"] = str(tmp_path / "home")
-    code = "import sys; from gui.app import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from bgsub_gui.app import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.run(
         [sys.executable, "-c", code, *map(str, args)],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout,
@@ -90,7 +90,7 @@ def test_screenshot_of_a_broken_file_shows_the_error_and_exits_1(tmp_path):
 
 
 def test_bad_arguments_are_refused_with_a_message(tmp_path, capsys):
-    from gui.app import main
+    from bgsub_gui.app import main
 
     for argv, message in (
         (["--algo", "nope"], "unknown algorithm 'nope'"),
@@ -113,7 +113,7 @@ def test_bad_arguments_are_refused_with_a_message(tmp_path, capsys):
 
 
 def test_without_a_display_it_says_so_instead_of_aborting(monkeypatch, capsys):
-    from gui.app import main
+    from bgsub_gui.app import main
 
     for name in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
         monkeypatch.delenv(name, raising=False)
@@ -134,4 +134,4 @@ def test_console_script_is_installed():
     scripts = {e.name: e.value for e in entry_points(group="console_scripts")}
     if "bgsub-gui" not in scripts:
         pytest.skip("the project is not pip-installed here")
-    assert scripts["bgsub-gui"] == "gui.app:main"
+    assert scripts["bgsub-gui"] == "bgsub_gui.app:main"

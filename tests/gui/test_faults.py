@@ -10,7 +10,7 @@ import pytest
 
 import bgsub
 from bgsub.sources import Frame, FrameSource
-from gui.worker import PlayState
+from bgsub_gui.worker import PlayState
 
 TIMEOUT_MS = 30000
 
@@ -37,8 +37,8 @@ class HangingSource(FrameSource):
 
 @pytest.mark.parametrize("live", [False, True])
 def test_closing_returns_within_3_s_while_a_read_blocks_forever(qtbot, settings, live):
-    from gui.main_window import MainWindow
-    from gui.model import Session
+    from bgsub_gui.main_window import MainWindow
+    from bgsub_gui.model import Session
 
     release, reading = threading.Event(), threading.Event()
     session = Session(algo="knn", source_opener=lambda spec: HangingSource(live, release, reading))

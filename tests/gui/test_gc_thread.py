@@ -1,4 +1,4 @@
-"""Reference cycles are collected in the GUI thread only (gui.gc_thread)."""
+"""Reference cycles are collected in the GUI thread only (bgsub_gui.gc_thread)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import gc
 import threading
 import weakref
 
-from gui.gc_thread import collect_in_gui_thread
+from bgsub_gui.gc_thread import collect_in_gui_thread
 
 
 class _Node:

@@ -11,7 +11,7 @@ from PySide6.QtGui import QDropEvent
 
 from bgsub import registry
 from bgsub.sources import list_cameras
-from gui.worker import PlayState
+from bgsub_gui.worker import PlayState
 
 TIMEOUT_MS = 30000
 

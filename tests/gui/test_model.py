@@ -12,7 +12,7 @@ import pytest
 from bgsub import registry
 from bgsub.metrics import StreamingROC, frame_counts
 from bgsub.sources import Frame, SourceError, open_source
-from gui.model import LatestFrameReader, Session, default_algorithm
+from bgsub_gui.model import LatestFrameReader, Session, default_algorithm
 from tests.bgsub.test_sources import read_video
 
 
@@ -305,8 +305,8 @@ def test_every_registered_algorithm_runs_in_a_session(algo, tiny_sequence):
 
 @pytest.mark.parametrize("algo", registry.algorithms())
 def test_warm_up_runs_each_algorithm_on_tiny_frames(algo, monkeypatch):
-    import gui.model
-    from gui.model import warm_up
+    import bgsub_gui.model
+    from bgsub_gui.model import warm_up
 
     made = []
     real = registry.create
@@ -316,17 +316,17 @@ def test_warm_up_runs_each_algorithm_on_tiny_frames(algo, monkeypatch):
         made.append((name, sub))
         return sub
 
-    monkeypatch.setattr(gui.model.registry, "create", create)
+    monkeypatch.setattr(bgsub_gui.model.registry, "create", create)
     seconds = warm_up(algo, registry.default_params(algo), frames=3)
     assert seconds > 0.0 and [name for name, _ in made] == [algo]
     score = made[0][1].getScoreMap()  # it really processed frames of the warm-up size
-    assert score is not None and score.shape == gui.model.WARM_UP_SIZE
+    assert score is not None and score.shape == bgsub_gui.model.WARM_UP_SIZE
 
 
 def test_warm_up_says_before_it_compiles(monkeypatch):
     """Before numba compiles the kernels (about a minute the first time), the window gets a sentence to show."""
     import bgsub.models.base as base
-    from gui.model import warm_up
+    from bgsub_gui.model import warm_up
 
     notes = []
     warm_up("olkn", registry.default_params("olkn"), frames=1)  # compiles them if numba's cache did not hold them
@@ -340,7 +340,7 @@ def test_warm_up_says_before_it_compiles(monkeypatch):
 
 
 def test_warm_up_refuses_bad_parameters():
-    from gui.model import warm_up
+    from bgsub_gui.model import warm_up
 
     with pytest.raises(ValueError, match="history must be >= 1"):
         warm_up("knn", {"history": 0})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from gui.qt_check import check_qt_binding, none_refcount_leak
+from bgsub_gui.qt_check import check_qt_binding, none_refcount_leak
 
 
 def test_void_qt_calls_keep_none_alive():

@@ -8,9 +8,9 @@ import pytest
 from PySide6.QtWidgets import QLabel
 
 from bgsub import registry
-from gui.model import Session
-from gui.panels import MetricsPanel, ParameterForm, describe_range, param_label_html
-from gui.views import FrameViews, overlay_mask, symmetric_levels
+from bgsub_gui.model import Session
+from bgsub_gui.panels import MetricsPanel, ParameterForm, describe_range, param_label_html
+from bgsub_gui.views import FrameViews, overlay_mask, symmetric_levels
 
 
 @pytest.fixture
