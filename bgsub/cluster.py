@@ -12,6 +12,13 @@ times, 3 by default; then the input is reported failed). The new attempt first
 removes what the dead one left (its job's temporary folders, named with the job
 id); a job whose output this run already committed is not redone.
 
+``local`` / ``local:N`` (N at most 4 per core) start a :class:`distributed.LocalCluster`
+on 127.0.0.1 with TLS keys made for it and held only in memory by the batch and
+its workers (``Security.temporary()``, which needs the ``cryptography`` package):
+no other process can connect to it and run code as the batch's user. A remote
+``tls://`` scheduler needs the ``--tls-*`` files, which are refused with any other
+address (they would be ignored).
+
 Every worker must see ``IN_DIR`` and ``OUT_DIR`` at the same paths (a shared
 file system) and have the same version of this package installed.
 

@@ -7,14 +7,19 @@ as one task on a Dask cluster (:mod:`bgsub.cluster`), into its own folder under
 ``OUT_DIR`` that mirrors the input tree: ``IN_DIR/a/b/clip.mp4`` ->
 ``OUT_DIR/a/b/clip/bin%06d.png``, ``IN_DIR/cat/seq/`` (CDnet) ->
 ``OUT_DIR/cat/seq/bin%06d.png``; names that would clash get the video's
-extension (:func:`bgsub.jobs.plan_jobs`). Each input goes through the same
+extension (:func:`bgsub.jobs.plan_jobs`). Symbolic links are resolved: a link to
+an input of the tree is that input (one job, under its own name); dangling links,
+loops and links to outside ``IN_DIR`` are skipped with a warning, recorded in the
+manifest (``skipped_links``) (:func:`find_inputs`). Each input goes through the same
 :class:`bgsub.pipeline.Pipeline` as ``bgsub run``: ``--roi``, ``--scale`` and
 ``--min-area`` apply to every input, and each output folder can also hold
 ``masks.EXT`` (``--mask-video``), ``overlay.EXT`` (``--overlay``) and
 ``objects.jsonl``/``.csv`` (``--objects``) (:class:`JobOptions`).
 
 An ``OUT_DIR`` that is, contains, or lies inside an input is refused before
-anything is written (:func:`bgsub.jobs.check_output_location`), and one batch at
+anything is written (:func:`bgsub.jobs.check_output_location`), and so is one that
+cannot be created or written to, an input tree with a folder that cannot be read,
+and a damaged ``manifest.json``; one batch at
 a time writes into an ``OUT_DIR`` (:class:`bgsub.jobs.OutputLock`). Each output
 folder is filled under a temporary name carrying its job id, ``result.json``
 (with the source's path, size and modification time and the settings) is
@@ -26,7 +31,9 @@ fps and errors, and one entry per invocation.
 
 Re-running the same command resumes: an input is skipped only when its folder
 holds a finished result of the same source and settings; unfinished, failed or
-changed ones are redone, and temporary leftovers of a killed run are removed. A
+changed ones are redone, and temporary leftovers of killed runs are removed (also
+when nothing is redone). The workers exit when the batch process ends, however it
+ends (kill -9 included), and with them the fork server and the resource tracker. A
 different algorithm or parameters on the same ``OUT_DIR`` is refused unless
 ``--overwrite`` (redo everything). One bad video does not stop the others; it is
 reported in the manifest and the exit code is 1.
@@ -607,6 +614,9 @@ def run_batch(
     """
     log = log if log is not None else sys.stderr
     in_dir, out_dir = Path(in_dir), Path(out_dir)
+    if workers is not None and not 1 <= workers <= max_workers():
+        raise ConfigError(f"workers must be between 1 and {max_workers()} ({WORKERS_PER_CORE} per core), "
+                          f"got {workers}")
     options = JobOptions(mask_video=mask_video, overlay=overlay, objects=objects, max_frames=max_frames, roi=roi,
                          scale=float(scale), min_area=int(min_area))
     if not in_dir.is_dir():
@@ -999,12 +1009,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("in_dir", type=Path, metavar="IN_DIR", help="folder searched for videos and CDnet sequences")
     parser.add_argument("out_dir", type=Path, metavar="OUT_DIR", help="where the mask folders and manifest.json go")
     parser.add_argument("--workers", type=int, default=None, metavar="N",
-                        help="worker processes (default: one per core)")
+                        help="worker processes (default: one per core; at most 4 per core)")
     parser.add_argument("--threads", type=int, default=None, metavar="N",
                         help="numba and OpenCV threads per worker (default: cores / workers)")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
                         help="run on Dask: tcp://HOST:8786 (an existing cluster; tls://... with the --tls-* options) "
-                             "or local[:N] (a local cluster of N processes on 127.0.0.1); needs the [cluster] extra")
+                             "or local[:N] (a local cluster of N processes on 127.0.0.1, at most 4 per core, that only this "
+                             "batch can connect to: private TLS keys); needs the [cluster] extra")
     parser.add_argument("--tls-ca-file", default=None, metavar="PEM", help="Dask TLS: CA certificate")
     parser.add_argument("--tls-cert", default=None, metavar="PEM", help="Dask TLS: this client's certificate")
     parser.add_argument("--tls-key", default=None, metavar="PEM", help="Dask TLS: this client's private key")
