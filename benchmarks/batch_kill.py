@@ -164,7 +164,8 @@ def trial(i: int, in_dir: Path, ref: dict, ref_out: Path, work: Path, args, rng:
     final = outputs(out)
     left_partials = partial_names(out)
     record = {
-        "trial": i, "overwrite": overwrite, "killed": "group" if group else "batch", "killed_after_workers_started_s": round(killed_at, 2), "finished_before_kill": finished_first,
+        "trial": i, "overwrite": overwrite, "killed": "group" if group else "batch",
+        "killed_after_workers_started_s": round(killed_at, 2), "finished_before_kill": finished_first,
         "alive_after_grace": [f"{pid} {state} {cmd}" for pid, state, cmd in left],
         "gone_after_s": gone_after if not left else None,
         "committed_at_kill": len(after_kill), "partials_at_kill": len(partial_after_kill),

@@ -223,7 +223,8 @@ def find_inputs(in_dir: str | os.PathLike, pattern: str | None = None,
             elif exclude_real is not None and _within(target, exclude_real):
                 reason = "a link into the output folder"
             elif target in found:
-                reason = f"a link to the input {_rel(root, found[target][0])}, which is processed once, under its own name"
+                reason = (f"a link to the input {_rel(root, found[target][0])}, which is processed once, under its "
+                          "own name")
             elif target.is_dir() and _within(real_root, target):
                 reason = "a link loop (to a folder that contains it)"
             elif target.is_dir():
@@ -652,6 +653,9 @@ def run_batch(
             from None
     try:
         _check_writable(out_dir)
+        for folder in sorted({Path(job.output).parent for job in jobs} - {out_dir.resolve()}):
+            if folder.is_dir():  # the mirrored folders an earlier run made
+                _check_writable(folder, "the output folder")
         return _run_locked(jobs, in_dir, out_dir, run_id, algo=algo, params=params, workers=workers,
                            threads=threads, scheduler=scheduler, security=security, pattern=pattern,
                            options=options, overwrite=overwrite, progress=progress, log=log, skipped_links=skipped)
@@ -676,15 +680,15 @@ def _make_output_dir(out_dir: Path) -> None:
                           + f": {exc.strerror or exc}; choose a folder you can write to") from None
 
 
-def _check_writable(out_dir: Path) -> None:
-    """Refuse an ``out_dir`` this process cannot create files in, before anything is done (a real test, not
+def _check_writable(folder: Path, what: str = "OUT_DIR") -> None:
+    """Refuse a ``folder`` this process cannot create files in, before anything is done (a real test, not
     ``os.access``, which is wrong for root and for some network file systems)."""
-    probe = out_dir / f".{Path(MANIFEST_FILE).stem}.partial-probe-{os.getpid()}-{os.urandom(3).hex()}"
+    probe = folder / f".{Path(MANIFEST_FILE).stem}.partial-probe-{os.getpid()}-{os.urandom(3).hex()}"
     try:
         fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as exc:
-        raise ConfigError(f"cannot write into OUT_DIR {out_dir}: {exc.strerror or exc}; choose a folder you can "
-                          "write to") from None
+        fix = "choose a folder you can write to" if what == "OUT_DIR" else "make it writable, or choose another OUT_DIR"
+        raise ConfigError(f"cannot write into {what} {folder}: {exc.strerror or exc}; {fix}") from None
     os.close(fd)
     os.unlink(probe)
 
@@ -740,7 +744,8 @@ def _run_locked(jobs, in_dir, out_dir, run_id, *, algo, params, workers, threads
             todo.append(job)
     # Leftovers of killed runs, also where nothing is redone (no other batch writes here: we hold the lock):
     # every temporary name in the folders the outputs go to, and a manifest write cut short beside it.
-    stale = sum(remove_partials(folder) for folder in {out_dir, *(Path(job.output).parent for job in jobs)})
+    folders = {out_dir.resolve(), *(Path(job.output).parent for job in jobs)}
+    stale = sum(remove_partials(folder) for folder in folders)
     if scheduler:
         from bgsub import cluster
 
@@ -1014,8 +1019,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="numba and OpenCV threads per worker (default: cores / workers)")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
                         help="run on Dask: tcp://HOST:8786 (an existing cluster; tls://... with the --tls-* options) "
-                             "or local[:N] (a local cluster of N processes on 127.0.0.1, at most 4 per core, that only this "
-                             "batch can connect to: private TLS keys); needs the [cluster] extra")
+                             "or local[:N] (a local cluster of N processes on 127.0.0.1, at most 4 per core, that "
+                             "only this batch can connect to: private TLS keys); needs the [cluster] extra")
     parser.add_argument("--tls-ca-file", default=None, metavar="PEM", help="Dask TLS: CA certificate")
     parser.add_argument("--tls-cert", default=None, metavar="PEM", help="Dask TLS: this client's certificate")
     parser.add_argument("--tls-key", default=None, metavar="PEM", help="Dask TLS: this client's private key")

@@ -98,6 +98,20 @@ def test_read_only_output_is_refused_for_real(tree, tmp_path, case):
     assert list(ro.iterdir()) == []
 
 
+def test_read_only_output_subfolder_is_refused_before_any_job_for_real(tree, tmp_path):
+    out = tmp_path / "out"
+    (out / "sub").mkdir(parents=True)
+    (out / "sub").chmod(0o555)
+    try:
+        p = _cli_subprocess([str(tree), str(out)])
+    finally:
+        (out / "sub").chmod(0o755)
+    assert p.returncode == 2, p.stderr
+    err = one_line_error(p.stderr)
+    assert "cannot write into the output folder" in err and "Permission denied" in err
+    assert sorted(q.name for q in out.iterdir()) == ["sub"]
+
+
 def test_read_only_output_is_refused_in_process(tree, tmp_path, capsys, monkeypatch):
     """In this process (root), with ``os.open``, ``os.mkdir`` and ``open`` raising EACCES for writes inside the
     output folder."""
