@@ -67,6 +67,7 @@ __all__ = [
     "FrameSource",
     "SourceError",
     "BadFrameError",
+    "StartPastEndError",
     "CameraSource",
     "VideoSource",
     "ImageFolderSource",
@@ -120,6 +121,20 @@ class BadFrameError(SourceError):
             f"frame {index} of {where} is {size[0]}x{size[1]} but the earlier frames are "
             f"{expected[0]}x{expected[1]}: every frame of a sequence must have the same size"
         )
+
+
+class StartPastEndError(SourceError):
+    """The first frame asked for (``start``, plus ``skip`` frames) is past the end of the source.
+
+    Attributes
+    ----------
+    available : int
+        Frames (positions or numbers) the source has.
+    """
+
+    def __init__(self, message: str, available: int) -> None:
+        self.available = int(available)
+        super().__init__(message)
 
 
 @dataclass
@@ -231,6 +246,12 @@ class FrameSource:
         # never a read: close() must return even while a read hangs.
         self._lock = threading.RLock()
         self._reading = False
+        #: Record each frame's time stamp (``_stamp``, ms) as it is read: video files, to find lost frames.
+        self._want_stamps = False
+        self._stamp = 0.0
+        #: Frames passed over before the first one delivered (``skip``), and the number of the last of them.
+        self.skip = 0
+        self.skipped_to: int | None = None
 
     def _read(self, cap) -> tuple[bool, np.ndarray | None] | None:
         """``cap.read()`` without holding the lock; None when the source was closed.
@@ -244,6 +265,9 @@ class FrameSource:
             self._reading = True
         try:
             ok, image = cap.read()
+            if self._want_stamps and ok:
+                get = getattr(cap, "get", None)
+                self._stamp = get(cv2.CAP_PROP_POS_MSEC) if get is not None else None
         finally:
             with self._lock:
                 self._reading = False
@@ -342,9 +366,11 @@ class FrameSource:
         )
 
 
-def _check_limits(start: int, max_frames: int | None) -> None:
+def _check_limits(start: int, max_frames: int | None, skip: int = 0) -> None:
     if isinstance(start, bool) or not isinstance(start, (int, np.integer)) or start < 1:
         raise SourceError(f"start must be a frame number >= 1, got {start!r}")
+    if isinstance(skip, bool) or not isinstance(skip, (int, np.integer)) or skip < 0:
+        raise SourceError(f"skip must be a number of frames >= 0, got {skip!r}")
     if max_frames is not None and (
         isinstance(max_frames, bool) or not isinstance(max_frames, (int, np.integer)) or max_frames < 1
     ):
@@ -517,19 +543,35 @@ class VideoSource(FrameSource):
         First frame to deliver (1-based); earlier frames are skipped.
     max_frames : int, optional
         Deliver at most this many frames.
+    skip : int
+        Pass over this many frames that decode, from ``start`` on, before the
+        first one delivered (continuing after a checkpoint of ``skip`` frames:
+        the numbers of the frames lost before them are kept).
+
+    Frame numbers are positions in the file: a frame that does not decode
+    leaves a gap. Besides the reads that fail, a frame the demuxer or decoder
+    drops without an error (an empty or unreadable packet) is found by its time
+    stamp: a file at a constant frame rate whose next frame comes ``k`` frame
+    durations after the previous one lost ``k - 1`` frames (counted in
+    ``decode_errors``).
     """
 
     kind = "video"
 
-    def __init__(self, path: str | os.PathLike, *, start: int = 1, max_frames: int | None = None) -> None:
+    def __init__(self, path: str | os.PathLike, *, start: int = 1, max_frames: int | None = None,
+                 skip: int = 0) -> None:
         text = str(path)
         self.url = text if _is_url(text) else None
         p = None if self.url else Path(path)
         super().__init__(self._name_for(text, p), p)
-        _check_limits(start, max_frames)
+        _check_limits(start, max_frames, skip)
         self.start = int(start)
+        self.skip = int(skip)
         self.max_frames = max_frames
         self.is_live = self.url is not None
+        self._want_stamps = not self.is_live
+        #: Frames consumed from the container in the last pass, decoded or not (where it ended).
+        self.positions = 0
         self._cap: cv2.VideoCapture | None = None
         self._first: np.ndarray | None = None
         if p is not None:
@@ -542,11 +584,13 @@ class VideoSource(FrameSource):
         self.size = (w, h) if w > 0 and h > 0 else None
         count = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
         self.container_frame_count = count if count > 0 and not self.is_live else None
+        self._stamp_fps = float(fps) if fps and fps > 0 and not self.is_live else None
         if self.container_frame_count is not None:
-            n = max(0, self.container_frame_count - (self.start - 1))
+            n = max(0, self.container_frame_count - (self.start - 1) - self.skip)
             self.frame_count = n if max_frames is None else min(n, max_frames)
         # Probe: a file that opens but yields no frame is not a usable video.
         ok, image = cap.read()
+        self._first_stamp = cap.get(cv2.CAP_PROP_POS_MSEC) if ok and self._want_stamps else 0.0
         if not ok or image is None:
             cap.release()
             self._cap = None
@@ -605,10 +649,14 @@ class VideoSource(FrameSource):
         expected = self.container_frame_count
         position = 0  # frames consumed from the container, decoded or not
         delivered = 0
+        skipped = 0
         failures = 0  # current streak of failed reads
+        previous: float | None = None  # time stamp of the last frame decoded
+        self.positions = 0
         while self.max_frames is None or delivered < self.max_frames:
             if pending is not None:
                 image, pending = pending, None
+                self._stamp = self._first_stamp
             else:
                 read = self._read(cap)
                 if read is None:  # closed while iterating
@@ -627,19 +675,50 @@ class VideoSource(FrameSource):
                     if failures >= _MAX_CONSECUTIVE_FAILURES:
                         break  # the rest of the file does not decode
                     continue
-            if failures:
+            lost = self._lost_by_stamp(previous, self._stamp, position, failures, expected)
+            previous = self._stamp
+            if failures or lost:
                 # A corrupt stretch inside the file: those frames are lost.
-                position += failures
-                self.decode_errors += failures
+                position += failures + lost
+                self.decode_errors += failures + lost
                 failures = 0
             position += 1
+            self.positions = position
             if position < self.start:
+                continue
+            if skipped < self.skip:
+                skipped += 1
+                self.skipped_to = position
+                self.decode_errors = 0  # those before the frames passed over were reported by their run
                 continue
             image = _as_bgr(image)
             self._check_size(position, image)
             delivered += 1
             yield Frame(position, image)
         self._finished = True
+
+    def _lost_by_stamp(self, previous: float | None, stamp: float, position: int, failures: int,
+                       expected: int | None) -> int:
+        """Frames lost without a failed read before the frame stamped ``stamp`` (ms), judged by time stamps.
+
+        Only a whole number of frame durations counts (within a tenth of one), so
+        that a file whose frame rate varies is not taken for a damaged one; and
+        never past the container's frame count.
+        """
+        fps = self._stamp_fps
+        if fps is None or stamp is None or not np.isfinite(stamp):
+            return 0
+        if previous is None:  # frames lost at the very start: the first stamp counts from the stream's start
+            steps, before = stamp * fps / 1000.0, position + failures
+        else:
+            steps, before = (stamp - previous) * fps / 1000.0 - 1.0, failures
+        k = round(steps)
+        if abs(steps - k) > 0.1 or k <= before:
+            return 0
+        lost = k - before
+        if expected is not None and position + failures + lost + 1 > expected:
+            return 0
+        return lost
 
     def close(self) -> None:
         super().close()
@@ -723,13 +802,23 @@ class _ImageFilesSource(FrameSource):
         number in a CDnet sequence.
     max_frames : int, optional
         Deliver at most this many frames.
+    skip : int
+        Pass over this many frames that decode, from ``start`` on, before the
+        first one delivered (continuing after a checkpoint of ``skip`` frames).
+
+    Raises
+    ------
+    StartPastEndError
+        When no frame is left at ``start`` (after ``skip`` frames).
     """
 
-    def __init__(self, folder: str | os.PathLike, *, start: int = 1, max_frames: int | None = None) -> None:
+    def __init__(self, folder: str | os.PathLike, *, start: int = 1, max_frames: int | None = None,
+                 skip: int = 0) -> None:
         p = Path(folder)
         super().__init__(p.resolve().name or str(p), p)
-        _check_limits(start, max_frames)
+        _check_limits(start, max_frames, skip)
         self.start = int(start)
+        self.skip = int(skip)
         self.max_frames = max_frames
         self._index(p)
 
@@ -747,6 +836,7 @@ class _ImageFilesSource(FrameSource):
         """
         self._finished = False
         delivered = 0
+        skipped = 0
         for n, path in numbered:
             if limit is not None and delivered >= limit:
                 break
@@ -755,6 +845,11 @@ class _ImageFilesSource(FrameSource):
                 self.decode_errors += 1
                 continue
             self._check_size(n, image)
+            if skipped < self.skip:
+                skipped += 1
+                self.skipped_to = n
+                self.decode_errors = 0  # those before the frames passed over were reported by their run
+                continue
             delivered += 1
             yield n, image
         self._finished = True
@@ -797,7 +892,14 @@ class ImageFolderSource(_ImageFilesSource):
                 f"{p} holds no images ({', '.join(e.lstrip('.') for e in IMAGE_EXTENSIONS[:5])}, ...) "
                 f"and is not a CDnet sequence{hint}"
             )
-        n = max(0, len(self.files) - (self.start - 1))
+        n = len(self.files) - (self.start - 1)
+        if n <= 0:
+            raise StartPastEndError(f"frame {self.start} is past the end of {self.describe()}: it has "
+                                    f"{len(self.files)} images", len(self.files))
+        if n - self.skip <= 0:
+            raise StartPastEndError(f"{self.describe()} has no frame after the {self.skip} frames from frame "
+                                    f"{self.start} on: it has {len(self.files)} images", len(self.files))
+        n -= self.skip
         self.frame_count = n if self.max_frames is None else min(n, self.max_frames)
         # The first image that decodes fixes the frame size.
         for f in self.files[self.start - 1:]:
@@ -855,11 +957,14 @@ class CDnetSource(_ImageFilesSource):
         self.name = seq.name
         self.sequence = seq
         self.numbers = [n for n in seq.frames if n >= self.start]
-        if self.max_frames is not None:
-            self.numbers = self.numbers[:self.max_frames]
+        last = seq.frames[-1] if len(seq.frames) else 0
         if not self.numbers:
-            raise SourceError(f"{p} has no frames numbered {self.start} or later")
-        self.frame_count = len(self.numbers)
+            raise StartPastEndError(f"{p} has no frames numbered {self.start} or later (its last is {last})", last)
+        if len(self.numbers) <= self.skip:
+            raise StartPastEndError(f"{p} has no frame after the {self.skip} frames from frame {self.start} on "
+                                    f"(its last is {last})", last)
+        count = len(self.numbers) - self.skip
+        self.frame_count = count if self.max_frames is None else min(count, self.max_frames)
         first = _read_image(seq.input_paths[self.numbers[0]])
         if first is not None:
             self.size = (first.shape[1], first.shape[0])
@@ -869,7 +974,7 @@ class CDnetSource(_ImageFilesSource):
 
     def _frames(self) -> Iterator[Frame]:
         seq = self.sequence
-        for n, image in self._decoded((n, seq.input_paths[n]) for n in self.numbers):
+        for n, image in self._decoded(((n, seq.input_paths[n]) for n in self.numbers), self.max_frames):
             size = self.size
             gt = None
             gt_path = seq.gt_paths.get(n)
@@ -908,8 +1013,9 @@ def open_source(spec, **opts) -> FrameSource:
         or CDnet sequence folder. A digit string naming an existing path is read
         as that path.
     **opts
-        ``start`` (first frame, 1-based) and ``max_frames`` for every file
-        source; ``width``, ``height``, ``fps`` (requested) for cameras.
+        ``start`` (first frame, 1-based), ``skip`` (frames that decode to pass
+        over from ``start`` on, as after a checkpoint) and ``max_frames`` for
+        every file source; ``width``, ``height``, ``fps`` (requested) for cameras.
 
     Returns
     -------
@@ -921,13 +1027,14 @@ def open_source(spec, **opts) -> FrameSource:
         With a message saying what was wrong and what to do.
     """
     camera_opts = {k: opts.pop(k) for k in ("width", "height", "fps", "api") if k in opts}
-    unknown = set(opts) - {"start", "max_frames"}
+    unknown = set(opts) - {"start", "max_frames", "skip"}
     if unknown:
         raise TypeError(f"open_source() got unknown options {', '.join(sorted(unknown))}")
     if isinstance(spec, bool):
         raise SourceError(f"not a source: {spec!r}")
     if isinstance(spec, (int, np.integer)):
         opts.pop("start", None)
+        opts.pop("skip", None)
         return CameraSource(int(spec), **camera_opts, **opts)
     if isinstance(spec, os.PathLike):
         spec = os.fspath(spec)
@@ -941,6 +1048,7 @@ def open_source(spec, **opts) -> FrameSource:
         raise SourceError("the source is empty; give a camera index, a video file or a folder")
     if text.isdigit() and not Path(text).exists():
         opts.pop("start", None)
+        opts.pop("skip", None)
         return CameraSource(int(text), **camera_opts, **opts)
     if _is_url(text) and not text.lower().startswith("file://"):
         return VideoSource(text, **opts)

@@ -8,7 +8,9 @@ is not. Temporary names start with a dot and contain ``.partial``.
 
 * :func:`write_bytes_atomic`, :func:`write_text_atomic`, :func:`write_json_atomic`
 * :func:`write_image_atomic` -- one PNG (or any OpenCV format)
-* :class:`MaskWriter` -- one ``bin%06d.png`` per frame, CDnet numbering
+* :class:`MaskWriter` -- one ``bin%06d.png`` per frame, CDnet numbering, each
+  marked as written by bgsub (:func:`is_written_mask`), so that replacing the
+  masks of an earlier run never deletes a file it did not write
 * :class:`MaskVideoWriter` -- a mask video, renamed into place on ``close()``
 * :class:`AtomicDir` -- a folder filled under a temporary name, then renamed
 * :class:`Manifest` -- the JSON record of a batch run
@@ -22,6 +24,7 @@ import math
 import os
 import re
 import shutil
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,7 @@ from learners._persist import write_atomic
 
 __all__ = [
     "write_bytes_atomic",
+    "make_folder",
     "temp_path",
     "json_safe",
     "write_text_atomic",
@@ -44,6 +48,9 @@ __all__ = [
     "MASK_PATTERN",
     "mask_name",
     "list_masks",
+    "is_written_mask",
+    "foreign_masks",
+    "encode_mask_png",
     "is_partial_name",
     "remove_partials",
     "utc_now",
@@ -53,6 +60,7 @@ __all__ = [
 MASK_PATTERN = "bin{:06d}.png"
 _MASK_RE = re.compile(r"^bin(\d{6,})\.png$")
 _PARTIAL_RE = re.compile(r"^\..*\.partial")
+_MASK_PARTIAL_RE = re.compile(r"^\.bin\d{6,}\.partial-\d+-[0-9a-f]+\.png$")
 
 
 def utc_now() -> str:
@@ -75,6 +83,43 @@ def list_masks(folder: str | os.PathLike) -> dict[int, Path]:
             if m:
                 out[int(m.group(1))] = Path(e.path)
     return dict(sorted(out.items()))
+
+
+#: The PNG text chunk that marks a mask as written by :class:`MaskWriter` (``Software: bgsub mask``).
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_TAG_TEXT = b"Software\x00bgsub mask"
+_TAG_CHUNK = (len(_TAG_TEXT).to_bytes(4, "big") + b"tEXt" + _TAG_TEXT
+              + zlib.crc32(b"tEXt" + _TAG_TEXT).to_bytes(4, "big"))
+_IHDR_END = 8 + 4 + 4 + 13 + 4  # signature, then the IHDR chunk, which PNG puts first
+
+
+def encode_mask_png(mask: np.ndarray, compression: int = 1) -> bytes:
+    """``mask`` (uint8 (H, W)) as PNG bytes carrying the chunk that marks it as bgsub's (the pixels are OpenCV's)."""
+    ok, buf = cv2.imencode(".png", mask, [cv2.IMWRITE_PNG_COMPRESSION, int(compression)])
+    if not ok:
+        raise OSError("OpenCV could not encode a mask as PNG")
+    data = buf.tobytes()
+    if data[:8] != _PNG_SIGNATURE or data[12:16] != b"IHDR":  # pragma: no cover - OpenCV writes IHDR first
+        raise OSError("OpenCV wrote an unexpected PNG layout")
+    return data[:_IHDR_END] + _TAG_CHUNK + data[_IHDR_END:]
+
+
+def is_written_mask(path: str | os.PathLike) -> bool:
+    """True when ``path`` is a mask PNG written by :class:`MaskWriter` (it carries bgsub's marking chunk).
+
+    Only such files are ever deleted when an earlier run's masks are replaced.
+    """
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_IHDR_END + len(_TAG_CHUNK))
+    except OSError:
+        return False
+    return head[:8] == _PNG_SIGNATURE and head[12:16] == b"IHDR" and head[_IHDR_END:] == _TAG_CHUNK
+
+
+def foreign_masks(folder: str | os.PathLike) -> list[Path]:
+    """The ``bin%06d.png`` files in ``folder`` that bgsub did not write (see :func:`is_written_mask`)."""
+    return [p for p in list_masks(folder).values() if p.is_symlink() or not is_written_mask(p)]
 
 
 def is_partial_name(name: str) -> bool:
@@ -115,6 +160,29 @@ def temp_path(path: str | os.PathLike) -> Path:
     # Keeps the suffix, which OpenCV uses to pick the container.
     path = Path(path)
     return path.with_name(f".{path.stem}.partial-{os.getpid()}-{os.urandom(3).hex()}{path.suffix}")
+
+
+def make_folder(folder: str | os.PathLike, what: str = "folder") -> Path:
+    """Create ``folder`` (and its parents) when missing; OSError with a plain reason when it cannot be.
+
+    A file where a folder should be is named as such (not "File exists"), and a
+    folder that exists but cannot be written into is refused (tried with a
+    temporary file, which holds for root and read-only mounts too).
+    """
+    folder = Path(folder) if str(folder) else Path(".")
+    existing = folder
+    while not existing.is_dir() and existing != existing.parent:
+        if existing.exists() or existing.is_symlink():
+            raise OSError(f"cannot create the {what} {folder}: {existing} is a file, not a folder")
+        existing = existing.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".bgsub-probe.partial-{os.getpid()}-{os.urandom(3).hex()}"
+        os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        os.unlink(probe)
+    except OSError as exc:
+        raise OSError(f"cannot write into the {what} {folder}: {exc.strerror or exc}") from None
+    return folder
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes, *, fsync: bool = False) -> Path:
@@ -205,14 +273,9 @@ class MaskWriter:
 
     def __init__(self, folder: str | os.PathLike, *, atomic: bool = True, compression: int = 1) -> None:
         self.folder = Path(folder)
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise OSError(f"cannot create the mask folder {self.folder}: {exc.strerror or exc}") from None
-        if not os.access(self.folder, os.W_OK):
-            raise OSError(f"cannot write masks into {self.folder}: permission denied")
+        make_folder(self.folder, "mask folder")
         self.atomic = atomic
-        self._params = [cv2.IMWRITE_PNG_COMPRESSION, int(compression)]
+        self._compression = int(compression)
         self.count = 0
         self.last_index: int | None = None
 
@@ -223,25 +286,33 @@ class MaskWriter:
     def write(self, index: int, mask: np.ndarray) -> Path:
         """Write frame ``index``'s mask (uint8 0/255 or bool, (H, W))."""
         path = self.path(index)
-        mask = _as_mask(mask)
+        data = encode_mask_png(_as_mask(mask), self._compression)
         if self.atomic:
-            write_image_atomic(path, mask, self._params)
-        elif not cv2.imwrite(str(path), mask, self._params):
-            raise OSError(f"could not write {path}")
+            write_bytes_atomic(path, data)
+        else:
+            with open(path, "wb") as fh:
+                fh.write(data)
         self.count += 1
         self.last_index = int(index)
         return path
 
-    def remove_stale(self) -> int:
-        """Delete ``bin%06d.png`` files already in the folder (an earlier run's).
+    def remove_stale(self, first: int = 1) -> int:
+        """Delete the masks an earlier run wrote into the folder, from frame ``first`` on.
 
-        Returns how many were deleted.
+        Only files this class wrote are deleted (:func:`is_written_mask`); any
+        other ``bin%06d.png`` is kept. Returns how many were deleted.
         """
         n = 0
-        for p in list_masks(self.folder).values():
-            p.unlink(missing_ok=True)
-            n += 1
-        remove_partials(self.folder, None)
+        for index, p in list_masks(self.folder).items():
+            if index >= first and not p.is_symlink() and is_written_mask(p):
+                p.unlink(missing_ok=True)
+                n += 1
+        for e in os.scandir(self.folder):  # the temporary files of masks a killed run was writing
+            if _MASK_PARTIAL_RE.match(e.name) and e.is_file(follow_symlinks=False):
+                try:
+                    os.unlink(e.path)
+                except FileNotFoundError:
+                    pass
         return n
 
 
@@ -286,8 +357,7 @@ class MaskVideoWriter:
             raise ValueError(f"fourcc must be 4 characters, got {fourcc!r}")
         self.fourcc = fourcc
         self.fps = float(fps) if fps and fps > 0 else 25.0
-        if not self.path.parent.exists():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(self.path.parent, f"folder of {self.path.name}")
         self._tmp = temp_path(self.path)
         self._writer: cv2.VideoWriter | None = None
         self._size: tuple[int, int] | None = None

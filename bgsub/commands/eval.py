@@ -257,6 +257,8 @@ def main(args: argparse.Namespace) -> int:
         algo, params = resolve_algorithm(args.algo, args.assignments, args.config, args.preset)
         paths = resolve_sequences(args.sequences)
         common.build_region(args)  # refuse a bad --roi/--scale before any work
+        if args.out is not None:
+            check_eval_outputs(args, paths)
         unscored = {p: why for p in paths if (why := _unscored_by_max_frames(p, args.max_frames))}
         if unscored and len(unscored) == len(paths):
             raise ValueError("; ".join(f"{p.name}: {why}" for p, why in unscored.items()))

@@ -25,7 +25,7 @@ import numpy as np
 
 from bgsub.metrics import ConfusionCounts, SequenceScorer, StreamingROC
 from bgsub.pipeline.objects import OBJECT_FIELDS
-from bgsub.writers import MaskVideoWriter, MaskWriter, temp_path
+from bgsub.writers import MaskVideoWriter, MaskWriter, foreign_masks, make_folder, temp_path
 
 __all__ = [
     "Sink",
@@ -69,24 +69,58 @@ class MaskFiles(Sink):
     folder : path
         Created when missing.
     replace : bool
-        Delete the masks an earlier run left in ``folder`` first (their number
-        is in ``stale_removed``), so the folder holds this run's masks only.
+        Make the folder hold this run's masks only: the masks an earlier run
+        wrote there are deleted just before the first mask of this one is
+        written (their number is then in ``stale_removed``; a run that writes
+        nothing deletes nothing). Only masks bgsub wrote are ever deleted
+        (:func:`bgsub.writers.is_written_mask`): a folder holding other
+        ``bin%06d.png`` files is refused with a ValueError, since this run would
+        overwrite some of them and mix with the others.
+    resume : bool
+        With ``replace``: this run continues an earlier one, whose masks before
+        this run's first frame are kept (only those from that frame on are
+        replaced).
     atomic : bool
         See :class:`bgsub.writers.MaskWriter`.
+    option : str
+        How the folder was given, for messages (``--out``).
     """
 
     background = True
 
-    def __init__(self, folder: str | os.PathLike, *, replace: bool = True, atomic: bool = True) -> None:
+    def __init__(self, folder: str | os.PathLike, *, replace: bool = True, resume: bool = False,
+                 atomic: bool = True, option: str = "--out") -> None:
+        if replace:
+            foreign = foreign_masks(folder)
+            if foreign:
+                names = ", ".join(p.name for p in foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+                raise ValueError(f"{option} {folder} already holds {len(foreign)} bin%06d.png file(s) that bgsub "
+                                 f"did not write ({names}); this run would overwrite or mix with them: move "
+                                 "them away or choose another folder")
+        self._created = not Path(folder).exists()
         self.writer = MaskWriter(folder, atomic=atomic)
-        self.stale_removed = self.writer.remove_stale() if replace else 0
+        self.replace = bool(replace)
+        self.resume = bool(resume)
+        self.stale_removed = 0
+        self._pending = self.replace
 
     @property
     def folder(self) -> Path:
         return self.writer.folder
 
     def write(self, out) -> None:
+        if self._pending:
+            self._pending = False
+            self.stale_removed = self.writer.remove_stale(out.index if self.resume else 1)
         self.writer.write(out.index, out.mask)
+
+    def close(self, ok: bool = True) -> None:
+        """Remove the folder again when this sink created it and no mask was written (nothing else is touched)."""
+        if self._created and self.writer.count == 0:
+            try:
+                self.folder.rmdir()  # only when empty
+            except OSError:
+                pass
 
 
 class MaskVideo(Sink):
@@ -153,7 +187,9 @@ class ObjectsFile(Sink):
         self.format = self.path.suffix.lower()
         if self.format not in self.SUFFIXES:
             raise ValueError(f"--objects {self.path.name}: end the name in .jsonl or .csv")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.is_dir():
+            raise ValueError(f"--objects {self.path} is a folder; give a file name ending in .jsonl or .csv")
+        make_folder(self.path.parent, f"folder of {self.path.name}")
         self._tmp = temp_path(self.path)
         self._fh: io.TextIOBase | None = open(self._tmp, "w", encoding="utf-8", newline="")
         self._csv = None
@@ -161,6 +197,7 @@ class ObjectsFile(Sink):
             self._csv = csv.writer(self._fh)
             self._csv.writerow(OBJECT_FIELDS)
         self.rows = 0
+        self.frames = 0
 
     @property
     def count(self) -> int:
@@ -168,6 +205,7 @@ class ObjectsFile(Sink):
         return self.rows
 
     def write(self, out) -> None:
+        self.frames += 1
         for o in out.objects:
             if self._csv is not None:
                 self._csv.writerow([getattr(o, k) for k in OBJECT_FIELDS])
@@ -176,11 +214,15 @@ class ObjectsFile(Sink):
             self.rows += 1
 
     def close(self, ok: bool = True) -> None:
+        """Rename the file into place; a run that gave no frame leaves ``path`` as it was."""
         if self._fh is None:
             return
         self._fh.close()
         self._fh = None
-        os.replace(self._tmp, self.path)
+        if self.frames:
+            os.replace(self._tmp, self.path)
+        else:
+            self._tmp.unlink(missing_ok=True)
 
 
 class Scores(Sink):
@@ -240,7 +282,9 @@ class Checkpoints(Sink):
     """Saves the subtractor every ``every`` frames (and at the end) with its ``save(path)``.
 
     ``save`` writes atomically, so a kill leaves the previous checkpoint.
-    Nothing is saved at the end of a run that stopped on an error.
+    Nothing is saved at the end of a run that stopped on an error. The folder
+    is created and tried with a temporary file when the sink is made, so that a
+    checkpoint that cannot be written stops the run before its first frame.
     """
 
     def __init__(self, subtractor, path: str | os.PathLike, every: int = 100) -> None:
@@ -254,6 +298,9 @@ class Checkpoints(Sink):
             raise ValueError(f"--checkpoint: {exc}") from None
         self.subtractor = subtractor
         self.path = Path(path)
+        if self.path.is_dir():
+            raise ValueError(f"--checkpoint {self.path} is a folder; give a file name ending in .npz")
+        make_folder(self.path.parent, f"folder of {self.path.name}")
         self.every = int(every)
         self.saved = 0
         self._since = 0

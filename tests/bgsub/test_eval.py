@@ -14,6 +14,7 @@ from bgsub.commands.eval import evaluate_sequence
 from bgsub.cdnet import load_sequence
 from bgsub.metrics import frame_counts
 from bgsub.sources import open_source
+from bgsub.writers import MaskWriter
 
 
 def _write_sequence(root, n=40, first=11, size=(48, 64), last=None):
@@ -104,9 +105,9 @@ def test_eval_scores_every_sequence_it_can_and_reports_the_failed_ones(tmp_path,
 def test_eval_out_replaces_the_masks_of_an_earlier_run(tmp_path, capsys):
     seq = _write_sequence(tmp_path / "cam", n=12, first=3)
     out = tmp_path / "masks"
-    (out / "cam").mkdir(parents=True)
+    earlier = MaskWriter(out / "cam")
     for n in (1, 13, 500):  # an earlier, longer run's masks
-        cv2.imwrite(str(out / "cam" / f"bin{n:06d}.png"), np.full((48, 64), 255, np.uint8))
+        earlier.write(n, np.full((48, 64), 255, np.uint8))
     assert cli_main(["eval", str(seq), "--algo", "knn", "--out", str(out), "--quiet", "--max-frames", "8"]) == 0
     assert sorted(p.name for p in (out / "cam").iterdir()) == [f"bin{n:06d}.png" for n in range(1, 9)]
 

@@ -17,7 +17,7 @@ import bgsub
 from bgsub.cli import main as cli
 from bgsub.settings import ConfigError, resolve_algorithm
 from bgsub.synthetic import SceneConfig, SyntheticScene, write_sequence
-from bgsub.writers import list_masks
+from bgsub.writers import MaskWriter, list_masks
 from tests.bgsub.test_sources import write_test_video
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,9 +69,9 @@ def test_run_image_folder_keeps_positions_and_replaces_stale_masks(tmp_path, cap
     for t in range(1, 7):
         cv2.imwrite(str(folder / f"shot_{t}.png"), scene.render(t)[0])
     out = tmp_path / "masks"
-    out.mkdir()
+    earlier = MaskWriter(out)
     for n in (1, 7, 99):  # an earlier, longer run's masks
-        cv2.imwrite(str(out / f"bin{n:06d}.png"), np.zeros((48, 64), np.uint8))
+        earlier.write(n, np.zeros((48, 64), np.uint8))
     assert cli(["run", str(folder), "--algo", "mog2", "--out", str(out), "--quiet"]) == 0
     assert_masks(out, range(1, 7), (48, 64))
     assert "removed 3 masks of an earlier run" in capsys.readouterr().err
