@@ -24,6 +24,7 @@ listed in ``_ADDED_SCALARS`` and continues from its initial value. OpenCV's subt
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -90,8 +91,165 @@ def save(sub: Any, path: str | os.PathLike) -> Path:
     return write_checkpoint(path, algo, dict(sub.params), arrays, **meta)
 
 
+#: The entries of a subtractor checkpoint's meta (besides the format's own: format, version, kind, params).
+_META_KEYS = frozenset({"format", "version", "kind", "params", "frame_shape", "channels", "scalars", "state_layout",
+                        "random_state"})
+#: Largest frame side a checkpoint may declare (pixels).
+MAX_SIDE = 1 << 16
+#: Largest frame counter a checkpoint may hold: the frame kernels seed their draws with it as a 64-bit integer.
+MAX_COUNT = 1 << 62
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _frame_size(path, meta: dict) -> tuple[int, int, int] | None:
+    """``(H, W, C)`` the checkpoint declares, checked; None for a model saved before its first frame."""
+    shape = meta.get("frame_shape")
+    if shape is None:
+        return None
+    C = meta.get("channels")
+    if not (isinstance(shape, list) and len(shape) == 2 and all(map(_is_int, shape)) and _is_int(C)):
+        raise CheckpointError(f"{path}: frame size {shape!r:.80} with channels {C!r:.40} is not valid "
+                              "(two whole numbers and 1 or 3 channels)")
+    H, W = shape
+    if not (1 <= H <= MAX_SIDE and 1 <= W <= MAX_SIDE) or C not in (1, 3):
+        raise CheckpointError(f"{path}: frame size {W}x{H} with {C} channel(s) is not valid (sides 1 to "
+                              f"{MAX_SIDE}, 1 or 3 channels)")
+    return H, W, C
+
+
+def _checked_meta(path, meta: dict) -> tuple[str, dict, int]:
+    """``(algorithm, params, state layout)`` of a checkpoint's meta, every entry's type checked."""
+    from bgsub.registry import algorithms
+
+    unknown = sorted(set(meta) - _META_KEYS)
+    if unknown:
+        raise CheckpointError(f"{path}: unknown entries {', '.join(map(repr, unknown))[:200]} in its meta; "
+                              "it was not written by this version")
+    algo = meta.get("kind")
+    if algo not in algorithms():
+        raise CheckpointError(f"{path} holds a model of {algo!r:.80}, which this version does not know; "
+                              f"known algorithms: {', '.join(algorithms())}")
+    params = meta.get("params")
+    if not isinstance(params, dict):
+        raise CheckpointError(f"{path}: its parameters are {type(params).__name__}, not a table of values")
+    for key in ("scalars", "random_state"):
+        if not isinstance(meta.get(key, {}), dict):
+            raise CheckpointError(f"{path}: its {key} entry is {meta[key]!r:.80}, not a table of values")
+    layout = meta.get("state_layout", 1)
+    if not _is_int(layout):
+        raise CheckpointError(f"{path}: its state layout {layout!r:.80} is not a whole number")
+    return algo, params, layout
+
+
+def _create(path, algo: str, params: dict):
+    """The subtractor of ``params``, with the value of every parameter that joined since the file was written."""
+    from bgsub.registry import create
+
+    try:
+        sub = create(algo, **params)
+        # parameters that joined after the file was written: the value that behaves as that version did
+        added = {k: v for k, v in getattr(type(sub), "_ADDED_PARAMS", {}).items() if k not in params}
+        if added:
+            params = {**params, **added}
+            sub = create(algo, **params)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise CheckpointError(f"{path}: its parameters are not valid for {algo}: {exc}"[:600]) from None
+    return sub, params
+
+
+def _upgraded_params(path, sub, algo: str, params: dict, saved_layout: int, arrays: dict) -> tuple[dict, dict]:
+    """The parameters and arrays of a checkpoint of another state layout, as this version's layout."""
+    layout = getattr(type(sub), "_STATE_LAYOUT", 1)
+    if saved_layout == layout:
+        return params, arrays
+    upgrade = getattr(type(sub), "_upgrade_checkpoint", None)
+    upgraded = upgrade(saved_layout, dict(params), dict(arrays)) if upgrade is not None else None
+    if upgraded is None:
+        raise CheckpointError(f"{path} holds a model of {algo} in state layout {saved_layout}, from another "
+                              f"version; this version uses layout {layout} and cannot continue it: "
+                              "start a new model")
+    return upgraded
+
+
+def _declared_layout(path, meta: dict, declared: dict) -> None:
+    """Refuse, before any array is read, a checkpoint whose declared arrays are not the model's: each must be a
+    state array of the algorithm, of its type, holding what the model holds per pixel times the frame size;
+    and the whole model must fit in memory."""
+    from learners._persist import _gib, memory_limit
+
+    algo, params, saved_layout = _checked_meta(path, meta)
+    sub, params = _create(path, algo, params)
+    params, _ = _upgraded_params(path, sub, algo, params, saved_layout, {})
+    sub, params = _create(path, algo, params)
+    array_names, _ = _state_names(type(sub))
+    size = _frame_size(path, meta)
+    if size is None:
+        if declared:
+            raise CheckpointError(f"{path}: state arrays without a frame size")
+        return
+    H, W, C = size
+    probe, _ = _create(path, algo, params)
+    probe._allocate(1, 1, C)  # one pixel's state: every array holds H * W times as much
+    per_pixel = {name: getattr(probe, name) for name in array_names if getattr(probe, name, None) is not None}
+    model = sum(a.nbytes for a in per_pixel.values()) * H * W
+    if model > memory_limit():
+        raise CheckpointError(f"{path}: a {algo} model of {W}x{H} pixels needs {_gib(model)} of memory, more than "
+                              f"this machine can hold ({_gib(memory_limit())})")
+    for name, (dtype, shape) in declared.items():
+        if name not in array_names:
+            raise CheckpointError(f"{path}: {name!r:.80} is not a state array of {algo}; its arrays are "
+                                  f"{', '.join(array_names)}")
+        one = per_pixel.get(name)
+        if name == "stabilise_reference_":  # the stabiliser's grey reference: uint8 ("match") or float32 ("phase")
+            dtypes, ndim, count = (np.dtype(np.uint8), np.dtype(np.float32)), 2, 1
+        elif one is None:
+            raise CheckpointError(f"{path}: state {name!r} is saved, but {algo} with these parameters has none")
+        else:
+            dtypes, ndim, count = (one.dtype,), one.ndim, one.size
+        n = 1
+        for v in shape:
+            n *= v
+        if dtype not in dtypes or len(shape) != ndim or n != count * H * W:
+            raise CheckpointError(f"{path}: state {name!r} is declared {dtype.str}{list(shape)}, but {algo} with "
+                                  f"these parameters at {W}x{H}x{C} holds {count * H * W} values of "
+                                  f"{' or '.join(d.name for d in dtypes)} in {ndim} dimensions")
+
+
+def _restore_scalars(path, sub, algo: str, scalars: dict, scalar_names: tuple[str, ...], upgraded: bool) -> None:
+    unknown = sorted(set(scalars) - set(scalar_names))
+    if unknown:
+        raise CheckpointError(f"{path}: unknown state values {', '.join(map(repr, unknown))[:200]} for {algo}; its "
+                              f"state values are {', '.join(scalar_names)}")
+    for name in scalar_names:
+        if name not in scalars:
+            if upgraded or name in getattr(type(sub), "_ADDED_SCALARS", ()):
+                continue  # a value that joined the state after that file was written: its initial value
+            raise CheckpointError(f"{path} lacks the state value {name!r} of {algo}")
+        value, current = scalars[name], getattr(sub, name, None)
+        if _is_int(current):
+            if not _is_int(value) or not 0 <= value < MAX_COUNT:
+                raise CheckpointError(f"{path}: state value {name} = {value!r:.40} is not a whole number in "
+                                      f"[0, 2^62)")
+        elif isinstance(current, float):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise CheckpointError(f"{path}: state value {name} = {value!r:.40} is not a finite number")
+            value = float(value)
+        else:  # pragma: no cover - every declared scalar is an int or a float
+            raise CheckpointError(f"{path}: state value {name} cannot be restored")
+        setattr(sub, name, value)
+
+
 def load(path: str | os.PathLike, algorithm: str | None = None):
     """The subtractor saved in ``path`` by ``sub.save(path)``, ready for the next frame.
+
+    The file is untrusted input: its declared arrays are checked against the
+    model's layout (types, sizes, the frame size) before any is read, and the
+    restored state -- every index, count and float -- before it is returned, so an
+    edited file is refused with a message instead of crashing or misleading the
+    frame kernels.
 
     Parameters
     ----------
@@ -104,47 +262,25 @@ def load(path: str | os.PathLike, algorithm: str | None = None):
     ------
     CheckpointError (a ValueError)
         Missing, damaged or edited file, another format version, another
-        algorithm than asked for, or state arrays whose shape or type do not fit
-        the saved parameters and frame size.
+        algorithm than asked for, unknown entries or state values, state arrays
+        whose shape or type do not fit the saved parameters and frame size, or
+        state out of range (a ring position past the budget, a non-finite
+        coefficient, ...).
     """
-    from bgsub.registry import algorithms, create
-
-    meta, arrays = read_checkpoint(path, kind=algorithm)
-    algo = meta.get("kind")
-    if algo not in algorithms():
-        raise CheckpointError(f"{path} holds a model of {algo!r}, which this version does not know; "
-                              f"known algorithms: {', '.join(algorithms())}")
-    params = dict(meta["params"])
-    try:
-        sub = create(algo, **params)
-        # parameters that joined after the file was written: the value that behaves as that version did
-        added = {k: v for k, v in getattr(type(sub), "_ADDED_PARAMS", {}).items() if k not in params}
-        if added:
-            params.update(added)
-            sub = create(algo, **params)
-    except (TypeError, ValueError) as exc:
-        raise CheckpointError(f"{path}: its parameters are not valid for {algo}: {exc}") from None
+    meta, arrays = read_checkpoint(path, kind=algorithm, check=lambda m, d: _declared_layout(path, m, d))
+    algo, params, saved_layout = _checked_meta(path, meta)
+    sub, params = _create(path, algo, params)
+    upgraded = saved_layout != getattr(type(sub), "_STATE_LAYOUT", 1)
+    params, arrays = _upgraded_params(path, sub, algo, params, saved_layout, arrays)
+    sub, params = _create(path, algo, params)
     array_names, scalar_names = _state_names(type(sub))
-    layout, saved_layout = getattr(type(sub), "_STATE_LAYOUT", 1), meta.get("state_layout", 1)
-    if saved_layout != layout:
-        upgrade = getattr(type(sub), "_upgrade_checkpoint", None)
-        upgraded = upgrade(saved_layout, dict(params), dict(arrays)) if upgrade is not None else None
-        if upgraded is None:
-            raise CheckpointError(f"{path} holds a model of {algo} in state layout {saved_layout}, from another "
-                                  f"version; this version uses layout {layout} and cannot continue it: "
-                                  "start a new model")
-        params, arrays = upgraded
-        sub = create(algo, **params)
-    shape = meta.get("frame_shape")
-    if shape is not None:
+    size = _frame_size(path, meta)
+    if size is not None:
+        H, W, C = size
         try:
-            H, W = (int(v) for v in shape)
-            C = int(meta["channels"])
-        except (TypeError, ValueError, KeyError):
-            raise CheckpointError(f"{path}: frame size {shape!r} or channels is not valid") from None
-        if H < 1 or W < 1 or C not in (1, 3):
-            raise CheckpointError(f"{path}: frame size {W}x{H} with {C} channel(s) is not valid")
-        sub._allocate(H, W, C)
+            sub._allocate(H, W, C)
+        except MemoryError:
+            raise CheckpointError(f"{path}: not enough memory for a {algo} model of {W}x{H} pixels") from None
         for name in array_names:
             fresh = getattr(sub, name, None)
             if name not in arrays:
@@ -156,20 +292,24 @@ def load(path: str | os.PathLike, algorithm: str | None = None):
                 raise CheckpointError(
                     f"{path}: state {name!r} is {saved.dtype}{list(saved.shape)}, but {algo} with these "
                     f"parameters at {W}x{H}x{C} needs {fresh.dtype}{list(fresh.shape)}")
-            setattr(sub, name, np.ascontiguousarray(saved).copy())
+            if fresh is None and saved.shape != (H, W):  # the stabiliser's reference, at the model's size
+                raise CheckpointError(f"{path}: state {name!r} is {saved.dtype}{list(saved.shape)}, but the frames "
+                                      f"are {W}x{H}")
+            # read into a buffer of its own (learners._persist): the model keeps it without a copy
+            setattr(sub, name, np.ascontiguousarray(saved))
     elif arrays:
         raise CheckpointError(f"{path}: state arrays without a frame size")
-    scalars = meta.get("scalars", {})
-    for name in scalar_names:
-        if name not in scalars:
-            if saved_layout != layout or name in getattr(type(sub), "_ADDED_SCALARS", ()):
-                continue  # a value that joined the state after that file was written: its initial value
-            raise CheckpointError(f"{path} lacks the state value {name!r} of {algo}")
-        current = getattr(sub, name, None)
-        setattr(sub, name, scalars[name] if current is None else type(current)(scalars[name]))
-    gen = (meta.get("random_state") or {}).get("generator")
+    _restore_scalars(path, sub, algo, meta.get("scalars", {}), scalar_names, upgraded)
+    gen = meta.get("random_state", {}).get("generator")
     if gen is not None and isinstance(getattr(sub, "_rng", None), np.random.Generator):
-        sub._rng.bit_generator.state = gen
+        try:
+            sub._rng.bit_generator.state = gen
+        except (TypeError, ValueError, KeyError, OverflowError):
+            raise CheckpointError(f"{path}: its random generator state is not valid") from None
+    try:
+        sub._check_restored_state()
+    except ValueError as exc:
+        raise CheckpointError(f"{path}: {exc}"[:600]) from None
     return sub
 
 

@@ -101,15 +101,21 @@ class ParamSpec:
         if self.type in (int, float):
             if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
                 raise ValueError(f"{self.name} must be a number, got {value!r}")
-            if self.type is int and float(value) != int(value):
+            # finite and in range before any conversion (int(inf) overflows; a huge int is no float)
+            if isinstance(value, (float, np.floating)) and not math.isfinite(value):
+                raise ValueError(f"{self.name} must be finite, got {value!r}{self._range()}")
+            if self.type is int and isinstance(value, (float, np.floating)) and not float(value).is_integer():
                 raise ValueError(f"{self.name} must be an integer, got {value!r}")
-            value = self.type(value)
-            if not math.isfinite(value):
-                raise ValueError(f"{self.name} must be finite, got {value!r}")
             if self.low is not None and value < self.low:
                 raise ValueError(f"{self.name} must be >= {self.low:g}, got {value!r}{self._range()}")
             if self.high is not None and value > self.high:
                 raise ValueError(f"{self.name} must be <= {self.high:g}, got {value!r}{self._range()}")
+            try:
+                value = self.type(value)
+            except OverflowError:
+                value = math.inf
+            if not math.isfinite(value):
+                raise ValueError(f"{self.name} must be finite, got {value!r}{self._range()}")
             return value
         value = str(value)
         if self.choices and value not in self.choices:

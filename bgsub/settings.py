@@ -33,8 +33,11 @@ def load_config(path: str | os.PathLike) -> dict[str, Any]:
         When the file is missing or not valid TOML.
     """
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"config file {path} is a folder; give a TOML file")
     if not path.is_file():
-        raise ConfigError(f"config file {path} does not exist")
+        raise ConfigError(f"config file {path} does not exist" if not path.exists() else
+                          f"config file {path} is not a regular file; give a TOML file")
     try:
         import tomllib  # Python >= 3.11
     except ModuleNotFoundError:  # pragma: no cover - Python 3.10
@@ -44,6 +47,11 @@ def load_config(path: str | os.PathLike) -> dict[str, Any]:
             data = tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: it is not UTF-8 text (byte {exc.start}); save it as "
+                          "UTF-8") from None
+    except RecursionError:
+        raise ConfigError(f"{path} is not valid TOML: it nests too deeply") from None
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
     return data

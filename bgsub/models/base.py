@@ -25,7 +25,7 @@ from bgsub.models import _components, _illumination, _texture
 from bgsub.models._registration import ShiftEstimator
 from bgsub.registry import ParamSpec
 from learners._numba_cache import is_cached
-from learners.expansion import needs_renormalise
+from learners.expansion import SCALE_MAX, SCALE_MIN, needs_renormalise
 from learners.kernels import gaussian_lut
 
 __all__ = ["PixelKernelSubtractor", "COMMON_PARAMS", "FEEDBACK_PARAMS", "with_defaults", "binary_median",
@@ -319,6 +319,40 @@ def _prob(p: float) -> int:
     return int(round(min(max(p, 0.0), 1.0) * _PROB_ONE))
 
 
+def check_state_value(name: str, value: float, low: float, high: float) -> None:
+    """Raise ValueError unless the restored state value ``name`` is finite and within ``[low, high]``."""
+    if not (math.isfinite(value) and low <= value <= high):
+        raise ValueError(f"state value {name} = {value!r} is out of range [{low:g}, {high:g}]")
+
+
+def check_state_array(name: str, a: np.ndarray | None, low: float, high: float) -> None:
+    """Raise ValueError unless every value of the restored state array ``name`` is finite and within
+    ``[low, high]``."""
+    if a is None or a.size == 0:
+        return
+    if not np.isfinite(a).all():
+        raise ValueError(f"state {name!r} holds NaN or infinite values")
+    lo, hi = float(a.min()), float(a.max())
+    if lo < low or hi > high:
+        raise ValueError(f"state {name!r} holds values in [{lo:g}, {hi:g}], outside [{low:g}, {high:g}]")
+
+
+def check_ring(ring: np.ndarray, budget: int) -> None:
+    """Raise ValueError unless every ``[start, count]`` of a restored ring has ``0 <= start < budget`` and
+    ``0 <= count <= budget``."""
+    start, count = ring[..., 0], ring[..., 1]
+    if ring.size and (start.min() < 0 or start.max() >= budget or count.min() < 0 or count.max() > budget):
+        raise ValueError(f"state 'ring_' holds positions in [{start.min()}, {start.max()}] and counts in "
+                         f"[{count.min()}, {count.max()}]; with a budget of {budget} they lie in [0, {budget - 1}] "
+                         f"and [0, {budget}]")
+
+
+def check_mask(name: str, mask: np.ndarray | None) -> None:
+    """Raise ValueError unless the restored mask ``name`` holds only 0 and 255."""
+    if mask is not None and ((mask != 0) & (mask != 255)).any():
+        raise ValueError(f"state {name!r} is a mask, but holds values other than 0 and 255")
+
+
 class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
     """Base class: a tiny online novelty detector per pixel, all stepped at once.
 
@@ -411,6 +445,32 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
                 arrays = {"blink_": np.zeros((H, W), np.float32), "post_mask_": np.zeros((H, W), np.uint8),
                           **arrays}
         return params, arrays
+
+    def _check_restored_state(self) -> None:
+        """Raise ValueError unless the state a checkpoint restored (:func:`bgsub.checkpoint.load`) is one the
+        frame kernels can run on: they index without bounds checks, so every ring position and count must lie
+        within the budget; and every float must be finite and in its range, every mask 0 or 255, every
+        counter in range, so that a model edited by hand cannot continue in a state no stream leads to."""
+        check_state_value("scale_", self.scale_, SCALE_MIN, SCALE_MAX)
+        check_state_value("gain_", self.gain_, _illumination.MIN_GAIN, _illumination.MAX_GAIN)
+        if self.blobs_ != -1.0:
+            check_state_value("blobs_", self.blobs_, 0.0, math.inf)
+        check_state_value("relearn_left_", self.relearn_left_, 0, self.params["relearn_frames"])
+        check_state_value("stabilise_saturated_", self.stabilise_saturated_, 0, REANCHOR_FRAMES - 1)
+        if self.samples_ is None:
+            return
+        check_ring(self.ring_, self.samples_.shape[2])
+        for name, low, high in self._RESTORED_RANGES:
+            check_state_array(name, getattr(self, name), low, high)
+        for name in ("prev_mask_", "post_mask_"):
+            check_mask(name, getattr(self, name, None))
+        ref = self.stabilise_reference_
+        if ref is not None:
+            check_state_array("stabilise_reference_", ref, 0.0, 255.0)
+
+    #: ``(name, low, high)`` of the float state arrays :meth:`_check_restored_state` checks (finite, in range).
+    _RESTORED_RANGES: tuple[tuple[str, float, float], ...] = (
+        ("coef_", -math.inf, math.inf), ("rho_", -math.inf, math.inf), ("blink_", 0.0, 1.0))
 
     def __init__(self, **params: Any) -> None:
         specs = {p.name: p for p in self._SPECS}

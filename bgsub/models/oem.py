@@ -27,7 +27,7 @@ import numpy as np
 
 from bgsub.checkpoint import Checkpointable
 from bgsub.models import _oem_frame
-from bgsub.models.base import OpenCVSubtractorAPI, binary_median, checked_params
+from bgsub.models.base import OpenCVSubtractorAPI, binary_median, check_state_array, checked_params
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
 from learners.online_em import learning_rate
 
@@ -100,6 +100,20 @@ class OEMSubtractor(OpenCVSubtractorAPI, Checkpointable):
     #: 2: statistics only, (H, K, ., W) (1: (H, W, K, .) with the M-step caches, before November 2026).
     _STATE_LAYOUT = 2
     _ALGORITHM = "oem"
+
+    def _check_restored_state(self) -> None:
+        """Raise ValueError unless the statistics a checkpoint restored (:func:`bgsub.checkpoint.load`) are
+        finite and where an online-EM step keeps them: weights ``E[r_k]`` in [0, 1], ``E[r_k x]`` and
+        ``E[r_k x^2]`` of pixel values 0-255 (a float32 rounding's margin above), and no more updates than
+        frames."""
+        if self.n_updates_ > self.n_frames_:
+            raise ValueError(f"state value n_updates_ = {self.n_updates_} is more than n_frames_ = {self.n_frames_}")
+        if self.s0_ is None:
+            return
+        margin = 1.01
+        check_state_array("s0_", self.s0_, 0.0, margin)
+        check_state_array("s1_", self.s1_, 0.0, 255.0 * margin)
+        check_state_array("s2_", self.s2_, 0.0, 3 * 255.0**2 * margin)
 
     def __init__(self, **params: Any) -> None:
         self.params = self._checked(dict(_DEFAULTS), params)

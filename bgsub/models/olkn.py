@@ -12,6 +12,8 @@ Score ``1 + rho - f(x)``; positive = novelty = foreground.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from bgsub.models import _bounded_frame as bf
@@ -171,6 +173,13 @@ class OLKNSubtractor(PixelKernelSubtractor):
         if layout <= 3:
             params = {**params, "texture": 0.0}
         return {"warmup_frames": 0, **params}, arrays
+
+    #: The restored per-pixel widths lie where the width rule keeps them: within the widest range of
+    #: ``width_min`` and ``width_max`` (:meth:`PixelKernelSubtractor._check_restored_state`).
+    _RESTORED_RANGES = PixelKernelSubtractor._RESTORED_RANGES + (
+        ("misfit_", -math.inf, math.inf),
+        ("width_", next(p.low for p in OLKN_PARAMS if p.name == "width_min"),
+         next(p.high for p in OLKN_PARAMS if p.name == "width_max")))
 
     @property
     def score_range(self) -> tuple[float, float]:

@@ -14,6 +14,8 @@ Score ``eps - f(x)``; positive = novelty = foreground. The Gaussian kernel
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from bgsub.models import _svmd_frame
@@ -83,6 +85,23 @@ class SVMDSubtractor(PixelKernelSubtractor):
         if layout != 1:
             return None
         return {"warmup_frames": 0, **params}, arrays
+
+    _RESTORED_RANGES = tuple((name, -math.inf, math.inf) for name in ("alpha_", "beta_", "state_", "offset_"))
+
+    def _check_restored_state(self) -> None:
+        """:meth:`PixelKernelSubtractor._check_restored_state`, and SMD's step sizes positive, its step counts
+        whole numbers >= 0."""
+        super()._check_restored_state()
+        if self.state_ is None:
+            return
+        for index, name in ((S.ETA, "step size"), (S.ETA_EPS, "margin's step size")):
+            if not (self.state_[..., index] > 0.0).all():
+                raise ValueError(f"state 'state_' holds a {name} <= 0")
+        if not (self.offset_[:, :, 1] > 0.0).all():
+            raise ValueError("state 'offset_' holds an offset step size <= 0")
+        steps = self.state_[..., S.STEPS]
+        if not ((steps >= 0) & (steps == np.floor(steps))).all():
+            raise ValueError("state 'state_' holds a step count that is not a whole number >= 0")
 
     # coef_ and rho_ are derived views, so a restored alpha_/state_ cannot go stale
     @property

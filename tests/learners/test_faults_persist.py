@@ -1,0 +1,191 @@
+"""An estimator's checkpoint is untrusted input: anyone can edit one and recompute its checksum.
+
+Edited state -- a ring position past the expansion, shortened support vectors, NaN
+coefficients, an infinite offset, scalars that would shadow methods, an entry far
+larger than the model -- is refused with one clear line (a CheckpointError, a
+ValueError), before any oversized entry is decompressed; and hypothesis mutates
+valid checkpoints, each either refused or loaded into a state that is finite and
+in range and runs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import tempfile
+import tracemalloc
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import learners
+from learners import _stream
+from learners._persist import CheckpointError, _checksum, read_checkpoint
+
+_FUZZ_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "checkpoint_fuzz.py"
+
+
+def _fuzz_script():
+    spec = importlib.util.spec_from_file_location("checkpoint_fuzz", _FUZZ_PATH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+fuzz = _fuzz_script()
+
+
+@pytest.fixture(scope="module")
+def valid(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("persist") / "valid.npz"
+    fuzz.make_model("OLKClassifier").save(path)
+    return path
+
+
+def _write(path: Path, meta: dict, arrays: dict) -> Path:
+    """A checkpoint of ``meta`` and ``arrays`` with its checksum recomputed (what an editor can do)."""
+    text = json.dumps(meta, sort_keys=True, allow_nan=True)
+    payload = {"a." + k: v for k, v in arrays.items()}
+    payload["meta"] = np.array(text)
+    payload["checksum"] = np.array(_checksum(text, arrays))
+    with open(path, "wb") as fh:
+        np.savez(fh, **payload)
+    return path
+
+
+def _edited(valid: Path, tmp_path: Path, edit) -> Path:
+    meta, arrays = read_checkpoint(valid)
+    arrays = {k: v.copy() for k, v in arrays.items()}
+    edit(meta, arrays)
+    return _write(tmp_path / "edited.npz", meta, arrays)
+
+
+def test_the_valid_checkpoint_loads_and_predicts_the_same(valid):
+    X, _ = fuzz.rows()
+    est = learners.OLKClassifier.load(valid)
+    np.testing.assert_array_equal(est.decision_function(X), fuzz.make_model("OLKClassifier").decision_function(X))
+
+
+@pytest.mark.parametrize("ring", [(2**40, 3), (-1, 3), (0, 2**20), (0, -1), (3, 17), (16, 2)])
+def test_a_ring_outside_the_expansion_is_refused(valid, tmp_path, ring):
+    def edit(meta, arrays):
+        arrays["_ring"][:] = ring
+
+    with pytest.raises(CheckpointError, match=r"_ring.*out of range"):
+        learners.OLKClassifier.load(_edited(valid, tmp_path, edit))
+
+
+@pytest.mark.parametrize("name", ["_sv", "_coef"])
+def test_shortened_support_vectors_or_coefficients_are_refused(valid, tmp_path, name):
+    def edit(meta, arrays):
+        arrays[name] = np.ascontiguousarray(arrays[name][:10])
+
+    with pytest.raises(CheckpointError, match="slots|needs float64"):
+        learners.OLKClassifier.load(_edited(valid, tmp_path, edit))
+
+
+def test_scalars_never_become_arbitrary_attributes(valid, tmp_path):
+    def predict(meta, arrays):
+        meta["scalars"]["predict"] = 1
+
+    with pytest.raises(CheckpointError, match="unknown state value 'predict'"):
+        learners.OLKClassifier.load(_edited(valid, tmp_path, predict))
+
+    def five(meta, arrays):
+        meta["scalars"] = 5
+
+    with pytest.raises(CheckpointError, match="scalars entry is 5, not a table"):
+        learners.OLKClassifier.load(_edited(valid, tmp_path, five))
+
+    def unknown_array(meta, arrays):
+        arrays["fit"] = np.zeros(3)
+
+    with pytest.raises(CheckpointError, match="'fit' is not a state array"):
+        learners.OLKClassifier.load(_edited(valid, tmp_path, unknown_array))
+
+    def unknown_meta(meta, arrays):
+        meta["class"] = "x"
+
+    with pytest.raises(CheckpointError, match="unknown entries 'class'"):
+        learners.OLKClassifier.load(_edited(valid, tmp_path, unknown_meta))
+
+
+@pytest.mark.parametrize("what", ["nan_coef", "nan_scale", "inf_offset_state", "inf_offset_value", "nan_width",
+                                  "nan_calibrator", "huge_steps"])
+def test_non_finite_state_is_refused(valid, tmp_path, what):
+    def edit(meta, arrays):
+        if what == "nan_coef":
+            arrays["_coef"][2] = np.nan
+        elif what == "nan_scale":
+            arrays["_state"][_stream.SCALE] = np.nan
+        elif what == "inf_offset_state":
+            arrays["_state"][_stream.OFFSET] = np.inf
+        elif what == "inf_offset_value":
+            meta["scalars"]["offset_"] = float("inf")
+        elif what == "nan_width":
+            meta["scalars"]["width_"] = float("nan")
+        elif what == "nan_calibrator":
+            arrays["_calibrator"][0] = np.nan
+        else:
+            arrays["_state"][_stream.STEPS] = 1e300
+
+    with pytest.raises(CheckpointError) as info:
+        learners.OLKClassifier.load(_edited(valid, tmp_path, edit))
+    assert "\n" not in str(info.value)
+
+
+def test_an_entry_far_larger_than_the_model_is_refused_before_it_is_read(valid, tmp_path):
+    # 256 MiB of zeros deflated into about a megabyte, declared as the support vectors
+    meta, arrays = read_checkpoint(valid)
+    path = tmp_path / "bomb.npz"
+    rows = 1 << 23
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        for name, a in [("meta", np.array(json.dumps(meta))), ("checksum", np.array("0" * 64))] + \
+                [("a." + k, v) for k, v in arrays.items() if k != "_sv"]:
+            with zf.open(name + ".npy", "w") as fh:
+                np.lib.format.write_array(fh, a)
+        with zf.open("a._sv.npy", "w", force_zip64=True) as fh:
+            np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False, "shape": (rows, 4)})
+            zeros = bytes(1 << 22)
+            for _ in range(rows * 4 * 8 // len(zeros)):
+                fh.write(zeros)
+    assert path.stat().st_size < 4 << 20
+    tracemalloc.start()
+    try:
+        with pytest.raises(CheckpointError, match="slots, not the budget of 16|features"):
+            learners.OLKClassifier.load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, peak
+
+
+def test_a_header_that_lies_about_its_size_is_refused(valid, tmp_path):
+    # the header of _coef declares 99 values; the entry holds its 16
+    with zipfile.ZipFile(valid) as zf:
+        entries = {n: zf.read(n) for n in zf.namelist()}
+    assert b"(16,)" in entries["a._coef.npy"]
+    entries["a._coef.npy"] = entries["a._coef.npy"].replace(b"(16,)", b"(99,)", 1)
+    with zipfile.ZipFile(tmp_path / "lie.npz", "w") as zf:
+        for n, b in entries.items():
+            zf.writestr(n, b)
+    with pytest.raises(CheckpointError, match=r"damaged: entry 'a._coef.npy' declares <f8\[99\]"):
+        learners.OLKClassifier.load(tmp_path / "lie.npz")
+
+
+def test_a_folder_given_as_the_checkpoint_says_so(tmp_path):
+    with pytest.raises(CheckpointError, match="is a folder"):
+        learners.OLKClassifier.load(tmp_path)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(op=st.sampled_from(fuzz.OPS), pick=st.integers(0, 1 << 16), where=st.floats(0.0, 1.0),
+       choice=st.integers(0, 1 << 16))
+def test_mutated_checkpoints_are_refused_or_load_a_valid_state(valid, op, pick, where, choice):
+    with tempfile.TemporaryDirectory() as tmp:
+        outcome, detail = fuzz.try_case("OLKClassifier", valid, Path(tmp) / "m.npz", (op, pick, where, choice))
+    assert outcome in ("refused", "loaded"), detail
