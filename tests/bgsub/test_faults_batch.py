@@ -310,6 +310,7 @@ def test_worker_count_is_bounded(tree, tmp_path, capsys, option):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_local_cluster_admits_only_the_batch(tmp_path):
     """The local cluster listens on 127.0.0.1 with TLS keys only the batch holds: a client without them, or with
     other keys, cannot connect (and so cannot run code as the batch's user)."""
@@ -356,6 +357,7 @@ def test_leftovers_of_killed_runs_are_removed_when_nothing_is_redone(tree, tmp_p
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*.png")} == masks
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the batch's processes in /proc")
 def test_kill_9_of_batch_leaves_no_process_and_the_next_run_finishes_identically(tmp_path):
     """benchmarks/batch_kill.py, 3 trials on tiny videos: the batch killed alone (twice), then with its whole
