@@ -71,7 +71,7 @@ def parse_local(address: str) -> int | None:
             raise ConfigError(f"--scheduler local:N needs N >= 1, got {address!r}")
         if n > cap:
             raise ConfigError(f"--scheduler local:N takes at most {cap} worker processes on this machine "
-                              f"({WORKERS_PER_CORE} per core, {available_cores()} cores), got {digits}")
+                              f"({WORKERS_PER_CORE} per core, and what its memory holds), got {digits}")
         return n
     return None
 

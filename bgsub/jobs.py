@@ -352,14 +352,28 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-#: A batch starts at most this many worker processes per core (``--workers``, ``--scheduler local:N``).
+#: A batch starts at most this many worker processes per core (``--workers``, ``--scheduler local:N``) ...
 WORKERS_PER_CORE = 4
+#: ... and at most one per this much of the machine's memory (a worker takes 100-300 MiB).
+MEMORY_PER_WORKER = 256 * 2**20
+
+
+def _physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):  # pragma: no cover - not POSIX
+        return None
 
 
 def max_workers() -> int:
-    """The most worker processes a batch starts on this machine: each is a process of 100-300 MiB, and many more
-    than the cores only slow the batch down (and can run the machine out of memory)."""
-    return WORKERS_PER_CORE * available_cores()
+    """The most worker processes a batch starts on this machine: :data:`WORKERS_PER_CORE` per core, and no more
+    than the memory holds (one per :data:`MEMORY_PER_WORKER`). Many more workers than cores only slow the batch
+    down; more than the memory holds run the machine out of it."""
+    cap = WORKERS_PER_CORE * available_cores()
+    memory = _physical_memory()
+    if memory:
+        cap = min(cap, memory // MEMORY_PER_WORKER)
+    return max(1, cap)
 
 
 def default_threads(workers: int) -> int:

@@ -616,8 +616,8 @@ def run_batch(
     log = log if log is not None else sys.stderr
     in_dir, out_dir = Path(in_dir), Path(out_dir)
     if workers is not None and not 1 <= workers <= max_workers():
-        raise ConfigError(f"workers must be between 1 and {max_workers()} ({WORKERS_PER_CORE} per core), "
-                          f"got {workers}")
+        raise ConfigError(f"workers must be between 1 and {max_workers()} on this machine ({WORKERS_PER_CORE} per "
+                          f"core, and what its memory holds), got {workers}")
     options = JobOptions(mask_video=mask_video, overlay=overlay, objects=objects, max_frames=max_frames, roi=roi,
                          scale=float(scale), min_area=int(min_area))
     if not in_dir.is_dir():
@@ -1049,7 +1049,7 @@ def main(args: argparse.Namespace) -> int:
         return error("batch", f"--workers must be >= 1, got {args.workers}", 2)
     if args.workers is not None and args.workers > max_workers():
         return error("batch", f"--workers takes at most {max_workers()} on this machine ({WORKERS_PER_CORE} per "
-                              f"core, {available_cores()} cores), got {args.workers}", 2)
+                              f"core, and what its memory holds), got {args.workers}", 2)
     if args.max_frames is not None and args.max_frames < 1:
         return error("batch", f"--max-frames must be >= 1, got {args.max_frames}", 2)
     if args.threads is not None and args.threads < 1:
