@@ -10,13 +10,22 @@ import pytest
 river = pytest.importorskip("river", reason="river is an optional extra: pip install 'olk-bgsub[river]'")
 
 from river import compose, datasets, evaluate, metrics, preprocessing  # noqa: E402
+from river.checks import check_estimator  # noqa: E402
 
+import learners  # noqa: E402
 from learners import (  # noqa: E402
+    KRLS,
+    LSSVM,
     KernelPerceptron,
+    KernelRuleClassifier,
     NORMAClassifier,
     OLKClassifier,
     OLKOneClass,
     OLKRegressor,
+    OnlineGaussianMixture,
+    Perceptron,
+    SVMDClassifier,
+    WeightedMajority,
 )
 from learners.bench import cli  # noqa: E402
 from learners.river import RiverAnomalyDetector, RiverClassifier, RiverRegressor, to_river  # noqa: E402
@@ -34,9 +43,98 @@ def test_progressive_val_score_on_phishing_beats_the_majority_class():
         assert loss.get() < 0.6
 
 
+#: What to_river refuses: batch-only LSSVM and the mixtures (neither classifier, regressor nor detector).
+REFUSED = {"LSSVM", "OnlineGaussianMixture", "OnlineBernoulliMixture"}
+ACCEPTED = [name for name in learners.__all__ if name not in REFUSED]
+
+
+class _CreditCardStandIn:
+    """Offline stand-in for river's ``datasets.CreditCard`` (a download river's anomaly checks read):
+    30 features, about 2 % anomalies drawn from a wider distribution, label 1."""
+
+    def take(self, n):
+        rng = np.random.default_rng(0)
+        for _ in range(n):
+            anomaly = rng.random() < 0.02
+            v = rng.normal(size=30) * (4.0 if anomaly else 1.0)
+            yield {f"V{i}": float(v[i]) for i in range(30)}, int(anomaly)
+
+
+@pytest.mark.parametrize("name", ACCEPTED)
+def test_rivers_own_checks_pass(name, monkeypatch):
+    """river.checks.check_estimator on every estimator to_river accepts, skipping only the three
+    emerging/disappearing-feature checks that river's own scikit-learn adapter skips."""
+    monkeypatch.setattr(datasets, "CreditCard", _CreditCardStandIn)
+    model = to_river(getattr(learners, name)())
+    assert model._unit_test_skips() == {"check_emerging_features", "check_disappearing_features",
+                                        "check_radically_disappearing_features"}
+    check_estimator(model)
+
+
+def test_multiclass_flag_follows_what_the_estimator_learns():
+    assert to_river(OLKClassifier())._multiclass and to_river(NORMAClassifier())._multiclass
+    assert not to_river(NORMAClassifier(loss="nu"))._multiclass  # nu-classification is binary
+    assert not to_river(KernelRuleClassifier())._multiclass and not to_river(Perceptron())._multiclass
+    assert not to_river(OLKClassifier(), classes=["a", "b"])._multiclass
+    assert not to_river(SVMDClassifier())._multiclass  # fixes its labels first: binary unless told more
+    assert to_river(SVMDClassifier(), classes=[0, 1, 2])._multiclass
+
+
+@pytest.mark.parametrize("est", [KernelRuleClassifier(), SVMDClassifier(), Perceptron(), KernelPerceptron(),
+                                 WeightedMajority(randomized=False)], ids=lambda e: type(e).__name__)
+def test_binary_classifiers_give_both_labels_from_the_first_row(est):
+    clf = to_river(est)
+    assert clf.predict_proba_one({"a": 0.2, "b": 0.7}) == {False: 0.5, True: 0.5}
+    assert clf.predict_one({"a": 0.2, "b": 0.7}) is False
+    clf.learn_one({"a": 0.9, "b": 0.8}, True)
+    proba = clf.predict_proba_one({"a": 0.9, "b": 0.8})
+    assert set(proba) == {False, True} and sum(proba.values()) == pytest.approx(1.0)
+    clf.learn_one({"a": 0.1, "b": 0.0}, False)
+    assert set(clf.predict_proba_one({"a": 0.1, "b": 0.0})) == {False, True}
+
+
+def test_labels_other_than_booleans_need_classes_where_the_estimator_fixes_them():
+    with pytest.raises(ValueError, match=r"fixes its labels on the first row.*classes=\[\.\.\.\]"):
+        to_river(Perceptron()).learn_one({"a": 1.0}, "spam")
+    clf = to_river(Perceptron(), classes=["ham", "spam"])
+    assert clf.predict_proba_one({"a": 1.0}) == {"ham": 0.5, "spam": 0.5}
+    clf.learn_one({"a": 1.0}, "spam")
+    assert set(clf.predict_proba_one({"a": 1.0})) == {"ham", "spam"}
+    # estimators that take labels as they come need no classes; river's multiclass convention
+    multi = to_river(OLKClassifier())
+    for label, a in (("x", 0.0), ("y", 3.0), ("z", 6.0)):
+        multi.learn_one({"a": a}, label)
+    assert set(multi.predict_proba_one({"a": 3.0})) == {"x", "y", "z"}
+    assert multi.predict_one({"a": 6.1}) == "z"
+
+
+def test_refuses_what_cannot_learn_one_row_at_a_time():
+    with pytest.raises(TypeError, match="LSSVM learns from a whole batch at once.*neither learn_one nor partial_fit"):
+        to_river(LSSVM())
+    with pytest.raises(TypeError, match="LSSVM learns from a whole batch"):
+        RiverRegressor(LSSVM())
+    with pytest.raises(TypeError, match="to_river takes a classifier, regressor or novelty detector"):
+        to_river(OnlineGaussianMixture())
+    assert isinstance(to_river(KRLS()), RiverRegressor)
+
+
+def test_weighted_majority_learns_through_river():
+    """Rows are the experts' votes; expert "b" is always right, so its weight grows."""
+    rng = np.random.default_rng(0)
+    clf = to_river(WeightedMajority(eta=1.0, randomized=False))
+    for _ in range(40):
+        truth = bool(rng.random() > 0.5)
+        clf.learn_one({"a": float(rng.random() > 0.5), "b": float(truth), "c": 0.5}, truth)
+    wm = clf.model_
+    assert wm.n_rounds_ == 40 and wm.n_features_in_ == 3 and wm.weights_.argmax() == 1
+    assert clf.predict_one({"a": 0.0, "b": 1.0, "c": 0.5}) is True
+    assert clf.predict_proba_one({"a": 1.0, "b": 0.0, "c": 0.5})[False] > 0.9
+
+
 def test_adapters_predict_rivers_defaults_before_learning_and_clone_fresh():
     clf = to_river(OLKClassifier())
     assert isinstance(clf, RiverClassifier)
+    # a multiclass classifier knows no label before the first row
     assert clf.predict_one({"a": 1.0}) is None and clf.predict_proba_one({"a": 1.0}) == {}
     clf.learn_one({"a": 1.0}, True)
     clf.learn_one({"a": -1.0}, False)
