@@ -216,8 +216,8 @@ class OLKOneClass(OneClassMixin, OutlierMixin, OnlineKernelEstimator):
         from the first batch as the median distance from a row to its ``ceil(e / nu)``-th
         nearest neighbour (:func:`local_width`), the width at which a row of typical
         density scores just above the threshold; it flagged 3.5-13.4 % of the training rows
-        of standardised breast_cancer, iris, wine, digits and 2-D blobs (OneClassSVM with
-        ``nu=0.1``: 9-13 %). ``"scale"`` (``sqrt(n_features * X.var())``, the width of
+        of standardised breast_cancer, wine, digits and 2-D blobs (OneClassSVM with
+        ``nu=0.1``: 9.8-12.4 %). ``"scale"`` (``sqrt(n_features * X.var())``, the width of
         OneClassSVM's ``gamma="scale"``) is wider and flags 0-2.3 %, none at all on
         clustered data; a width of 1 flags every row of standardised data with 10 or
         more features (the kernel between two of its points is close to 0). With fewer

@@ -13,10 +13,16 @@
 keep the wrapped estimator as a parameter, untouched (as scikit-learn's
 meta-estimators do), and train a clone of it, ``model_``, one row per call through
 its ``learn_one`` / ``predict_one`` (dict rows, feature order fixed on first sight).
-Estimators without a single-row path (the baselines) get rows as one-row
-``partial_fit`` batches; binary ones then need ``classes=[a, b]`` unless the first
-row's label comes with a second one. Before the first ``learn_one`` a classifier
-predicts None and ``{}`` (river's convention), a regressor 0, an anomaly detector 0.
+Estimators without a single-row path (the baselines, ``WeightedMajority``) get rows
+as one-row ``partial_fit`` batches; ``LSSVM``, which learns from a whole batch, is
+refused. Labels follow river's conventions (see :class:`RiverClassifier`): a binary
+classifier's are ``False``/``True`` unless ``classes`` says otherwise, and
+``predict_proba_one`` holds every known label, uniform before the first row. Before
+the first row a regressor predicts 0 and an anomaly detector scores 0.
+
+river's ``check_estimator`` passes on every adapter, skipping (``_unit_test_skips``)
+only the emerging/disappearing-feature checks that river's own scikit-learn adapter
+skips: like it, the adapters learn the features of the first row.
 
 ``RiverAnomalyDetector.score_one`` is river's anomaly score, higher = more anomalous:
 minus the estimator's ``decision_function``.
