@@ -243,8 +243,10 @@ def main(args: argparse.Namespace) -> int:
         what = "after them" if seen else f"at frame {args.start} or after it"
         return common.error("run", _past_the_end(args, seen, f"{where} has no frame {what}"), 2)
     how = "stopped" if result.interrupted else "done"
+    after = getattr(source, "skipped_to", None)
+    resumed_at = f" (resumed after frame {after} from {args.resume})" if args.resume and after else ""
     print(f"{how}: {result.frames} frames in {result.seconds:.1f} s ({result.fps:.1f} fps overall, "
-          f"{result.subtract_fps:.1f} fps subtraction)", file=sys.stderr)
+          f"{result.subtract_fps:.1f} fps subtraction){resumed_at}", file=sys.stderr)
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     if masks is not None and masks.count:
