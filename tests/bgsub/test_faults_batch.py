@@ -311,6 +311,28 @@ def test_worker_count_is_bounded(tree, tmp_path, capsys, option):
 
 
 @pytest.mark.slow
+def test_tls_files_are_used_to_reach_a_tls_scheduler(tree, tmp_path, capsys):
+    distributed = pytest.importorskip("distributed")
+    pytest.importorskip("cryptography")
+    from distributed.security import Security
+
+    sec = Security.temporary()
+    files = {}
+    for option, text in (("--tls-ca-file", sec.tls_ca_file), ("--tls-cert", sec.tls_client_cert),
+                         ("--tls-key", sec.tls_client_key)):
+        files[option] = tmp_path / f"{option.strip('-')}.pem"
+        files[option].write_text(text)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  protocol="tls://", security=sec, dashboard_address=None) as local:
+        address = local.scheduler_address
+        assert address.startswith("tls://")
+        args = [x for option, path in files.items() for x in (option, path)]
+        assert batch(tree, tmp_path / "out", "--scheduler", address, *args) == 0
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert {k: v["status"] for k, v in manifest["items"].items()} == {"a.mp4": "done", "sub/b.avi": "done"}
+
+
+@pytest.mark.slow
 def test_local_cluster_admits_only_the_batch(tmp_path):
     """The local cluster listens on 127.0.0.1 with TLS keys only the batch holds: a client without them, or with
     other keys, cannot connect (and so cannot run code as the batch's user)."""
