@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as cf
 import contextlib
+import errno
 import fnmatch
 import json
 import math
@@ -214,7 +215,7 @@ def find_inputs(in_dir: str | os.PathLike, pattern: str | None = None,
         except FileNotFoundError:
             reason = "a dangling link (its target does not exist)"
         except (RuntimeError, OSError) as exc:  # a loop (ELOOP), or a folder on the way that cannot be read
-            reason = ("a link loop" if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == 40
+            reason = ("a link loop" if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP
                       else f"a link that cannot be followed ({getattr(exc, 'strerror', None) or exc})")
         else:
             shown = str(target)
@@ -225,12 +226,14 @@ def find_inputs(in_dir: str | os.PathLike, pattern: str | None = None,
             elif target in found:
                 reason = (f"a link to the input {_rel(root, found[target][0])}, which is processed once, under its "
                           "own name")
+            elif any(part.startswith(".") for part in target.relative_to(real_root).parts):
+                reason = "a link to a hidden file or folder (hidden ones are not searched)"
             elif target.is_dir() and _within(real_root, target):
                 reason = "a link loop (to a folder that contains it)"
             elif target.is_dir():
                 reason = "a link to a folder of the input tree, which is searched under its own name"
             else:
-                reason = "a link to a file that is not an input (not a video, or hidden)"
+                reason = "a link to a file that is not an input (not a video file, or inside a sequence folder)"
         notes.append({"path": rel, "target": shown, "reason": reason})
     if skipped is not None:
         skipped.extend(notes)
