@@ -1096,8 +1096,10 @@ def main(args: argparse.Namespace) -> int:
         if item.get("status") == "done" and item.get("warnings"):
             for w in item["warnings"]:
                 print(f"warning: {key}: {w}", file=sys.stderr)
+    links = len(manifest.data.get("skipped_links") or {})
     print(f"{counts.get('done', 0)} done, {len(failed)} failed"
           + (f", {len(unfinished)} unfinished" if unfinished else "")
+          + (f", {links} link{'s' if links != 1 else ''} skipped (see the warnings)" if links else "")
           + f"; manifest: {manifest.path}")
     scored = [(k, v["metrics"]) for k, v in items.items() if v.get("status") == "done" and v.get("metrics")]
     for key, metrics in scored:

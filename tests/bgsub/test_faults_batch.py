@@ -208,8 +208,10 @@ def test_links_are_resolved_deduplicated_and_bad_ones_skipped_with_a_warning(tre
     (tree / "self.mp4").symlink_to("self.mp4")  # a link to itself
     out = tmp_path / "out"
     assert batch(tree, out) == 0
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    err = captured.err
     assert "Traceback" not in err
+    assert "6 links skipped (see the warnings)" in captured.out
     manifest = json.loads((out / "manifest.json").read_text())
     assert sorted(manifest["items"]) == ["a.mp4", "sub/b.avi"]
     assert manifest["runs"][-1]["todo"] == 2
