@@ -197,9 +197,11 @@ def test_only_the_masks_of_an_earlier_run_are_replaced(tmp_path, clip, capsys):
     for n in (1, 7, 99):  # an earlier, longer run's masks
         earlier.write(n, np.zeros((SIZE[1], SIZE[0]), np.uint8))
     (out / "notes.txt").write_text("mine\n")
+    (out / ".notes.partial-1-abcdef.txt").write_text("another program's file being written\n")
     assert cli(["run", str(clip), "--algo", "knn", "--out", str(out), "--quiet", "--max-frames", "5"]) == 0
     assert list(list_masks(out)) == [1, 2, 3, 4, 5]
     assert (out / "notes.txt").read_text() == "mine\n"
+    assert (out / ".notes.partial-1-abcdef.txt").exists()
     assert "removed 3 masks of an earlier run" in capsys.readouterr().err
 
 
