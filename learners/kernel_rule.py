@@ -60,6 +60,8 @@ class KernelRuleClassifier(BinaryClassifierMixin, ClassifierMixin, OnlineKernelE
     n_steps_ : int
         Samples seen.
     n_features_in_ : int
+    width_ : float
+        Kernel width in force (``width``, or the one ``"scale"`` chose).
 
     Examples
     --------

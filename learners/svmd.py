@@ -85,7 +85,9 @@ _FITTED_DOC = """
     n_features_in_ : int
         Number of features seen in the first call.
     n_steps_ : int
-        Rows learnt from so far."""
+        Rows learnt from so far.
+    width_ : float
+        Kernel width in force (``width``, or the one ``"scale"`` chose)."""
 
 
 class _SVMDBase(OnlineKernelEstimator):

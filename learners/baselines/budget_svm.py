@@ -53,6 +53,12 @@ class BudgetOnlineSVM(BinaryDecisionMixin, ClassifierMixin, OnlineBinaryBaseline
         Online mistakes (``t y(x) <= 0`` before the update).
     n_removed_ : int
         Support vectors removed to keep the budget.
+    margins_ : ndarray of shape (n_support,)
+        The current output ``y(x_m)`` at each support vector (for the removal rule).
+    expansion_ : GrowingExpansion
+        The kernel expansion itself (points, coefficients, kernel); the attributes above read it.
+    width_ : float
+        Kernel width in force (``width``, or the one ``"scale"`` chose).
     """
 
     _state = OnlineBinaryBaseline._state + ("margins_", "n_removed_")

@@ -47,6 +47,10 @@ class KernelPerceptron(BinaryDecisionMixin, ClassifierMixin, OnlineBinaryBaselin
         Samples processed so far.
     n_mistakes_ : int
         Online mistakes (``y f(x) <= 0`` before the update).
+    expansion_ : GrowingExpansion
+        The kernel expansion itself (points, coefficients, kernel); the attributes above read it.
+    width_ : float
+        Kernel width in force (``width``, or the one ``"scale"`` chose).
     """
 
     def __init__(self, *, kernel="gaussian", width="scale", degree=3.0, coef0=1.0, eta=1.0):
@@ -89,6 +93,10 @@ class KernelPerceptronRegressor(RegressorMixin, OnlineRegressionBaseline):
     n_features_in_ : int
     n_seen_ : int
         Samples processed so far.
+    expansion_ : GrowingExpansion
+        The kernel expansion itself (points, coefficients, kernel); the attributes above read it.
+    width_ : float
+        Kernel width in force (``width``, or the one ``"scale"`` chose).
     """
 
     def __init__(self, *, kernel="gaussian", width="scale", degree=3.0, coef0=1.0, eta=0.5):

@@ -54,6 +54,10 @@ class KRLS(RegressorMixin, OnlineRegressionBaseline):
     n_features_in_ : int
     n_seen_ : int
         Samples processed so far.
+    expansion_ : GrowingExpansion
+        The kernel expansion itself (points, coefficients, kernel); the attributes above read it.
+    width_ : float
+        Kernel width in force (``width``, or the one ``"scale"`` chose).
     """
 
     _state = OnlineRegressionBaseline._state + ("gram_inv_", "projection_", "dictionary_sizes_")

@@ -51,6 +51,10 @@ class Projectron(BinaryDecisionMixin, ClassifierMixin, OnlineBinaryBaseline):
         Online mistakes (``y f(x) <= 0`` before the update).
     n_projections_ : int
         Mistakes handled by projection (no new support vector).
+    expansion_ : GrowingExpansion
+        The kernel expansion itself (points, coefficients, kernel); the attributes above read it.
+    width_ : float
+        Kernel width in force (``width``, or the one ``"scale"`` chose).
     """
 
     _state = OnlineBinaryBaseline._state + ("gram_inv_", "n_projections_")
