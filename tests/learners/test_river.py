@@ -45,7 +45,11 @@ def test_progressive_val_score_on_phishing_beats_the_majority_class():
 
 #: What to_river refuses: batch-only LSSVM and the mixtures (neither classifier, regressor nor detector).
 REFUSED = {"LSSVM", "OnlineGaussianMixture", "OnlineBernoulliMixture"}
-ACCEPTED = [name for name in learners.__all__ if name not in REFUSED]
+#: Classifiers without learn_one: every row goes through scikit-learn's input checks in partial_fit and
+#: predict (a few ms a row), and river's memory check alone feeds 4000 rows.
+ONE_ROW_BATCHES = {"Perceptron", "KernelPerceptron", "Projectron", "BudgetOnlineSVM", "WeightedMajority"}
+ACCEPTED = [pytest.param(name, marks=pytest.mark.slow) if name in ONE_ROW_BATCHES else name
+            for name in learners.__all__ if name not in REFUSED]
 
 
 class _CreditCardStandIn:
