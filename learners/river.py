@@ -173,12 +173,14 @@ class RiverClassifier(_Adapter, _river_base.Classifier):
                          f"{_plain(y)!r} is not False/True: pass every label as to_river(..., classes=[...])")
 
     def _known_labels(self):
-        labels = list(map(_plain, self.classes)) if self.classes is not None else []
-        if self.classes is None and not self._multiclass:
-            labels = [False, True]
-        if self._fitted and hasattr(self.model_, "classes_"):
-            labels += [c for c in map(_plain, self.model_.classes_) if c not in labels]
-        return labels
+        seen = list(map(_plain, self.model_.classes_)) if self._fitted and hasattr(self.model_, "classes_") else []
+        if self.classes is not None:
+            labels = list(map(_plain, self.classes))
+        elif self._multiclass or not all(map(_is_bool, seen)):
+            labels = []
+        else:
+            labels = [False, True]  # river's binary convention, while the labels seen are booleans
+        return labels + [c for c in seen if c not in labels]
 
     def learn_one(self, x, y):
         self._learn(x, y)

@@ -104,6 +104,12 @@ def test_labels_other_than_booleans_need_classes_where_the_estimator_fixes_them(
     assert clf.predict_proba_one({"a": 1.0}) == {"ham": 0.5, "spam": 0.5}
     clf.learn_one({"a": 1.0}, "spam")
     assert set(clf.predict_proba_one({"a": 1.0})) == {"ham", "spam"}
+    # a binary classifier that takes labels as they come: the labels it has seen, no False/True added
+    rule = to_river(KernelRuleClassifier())
+    rule.learn_one({"a": 1.0}, "spam")
+    assert rule.predict_proba_one({"a": 1.0}) == {"spam": 1.0}
+    rule.learn_one({"a": -1.0}, "ham")
+    assert set(rule.predict_proba_one({"a": 1.0})) == {"ham", "spam"}
     # estimators that take labels as they come need no classes; river's multiclass convention
     multi = to_river(OLKClassifier())
     for label, a in (("x", 0.0), ("y", 3.0), ("z", 6.0)):
