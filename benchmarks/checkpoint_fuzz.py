@@ -15,8 +15,9 @@ counts within the budget -- and the model ran), or a failure: ``other_error``
 ``crash`` (the process died: a segmentation fault) or ``hang`` (no answer within
 ``--timeout`` seconds). The mutants run in worker processes that report each case
 before and after it, so a crash or a hang costs one case and a new worker. The
-peak of memory allocated while loading (tracemalloc, which sees numpy's buffers)
-is compared with the model's declared size.
+largest peak of memory allocated while loading a mutant (tracemalloc, which sees
+numpy's buffers) is reported beside the model's state size; ``--memory`` also
+loads 320x240 models and compares the load's peak with their state size.
 
 Usage::
 
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import select
 import subprocess
 import sys
@@ -106,7 +108,8 @@ def run_model(name: str, model) -> list:
     if name == "OLKClassifier":
         X, y = rows()
         out = [model.decision_function(X[30:34]).tolist(), model.predict(X[30:34]).tolist()]
-        model.partial_fit(X[34:36], y[34:36])
+        labels = model.classes_[np.minimum(y[34:36] == "pos", model.classes_.shape[0] - 1).astype(int)]
+        model.partial_fit(X[34:36], labels)  # learning goes on, with the model's own labels
         out.append(model.decision_function(X[36:]).tolist())
         return out
     masks = [model.apply(f) for f in frames()[4:6]]
@@ -280,11 +283,15 @@ def case(seed: int, index: int) -> tuple[str, int, float, int]:
 
 
 # ------------------------------------------------------------------ one case
-def try_case(name: str, valid: Path, path: Path, mutation: tuple, reference: list | None = None) -> tuple[str, str]:
-    """Load the mutant ``mutation`` of ``valid`` and run it: ``(outcome, detail)``."""
+def try_case(name: str, valid: Path, path: Path, mutation: tuple, reference: list | None = None,
+             trace: bool = False) -> tuple[str, str]:
+    """Load the mutant ``mutation`` of ``valid`` and run it: ``(outcome, detail)``; with ``trace``, the peak of
+    memory allocated while loading goes to ``try_case.peak``."""
     from learners._persist import CheckpointError
 
     what = write_mutant(path, valid, *mutation)
+    if trace:
+        tracemalloc.start()
     try:
         model = load(name, path)
     except CheckpointError as exc:
@@ -294,6 +301,11 @@ def try_case(name: str, valid: Path, path: Path, mutation: tuple, reference: lis
         return "refused", what
     except Exception as exc:  # noqa: BLE001 - any other exception is what this script counts
         return "other_error", f"{what}: {type(exc).__name__}: {exc}"[:300]
+    finally:
+        if tracemalloc.is_tracing():
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            try_case.peak = peak
     problem = state_problem(name, model)
     if problem is not None:
         return "bad_state", f"{what}: {problem}"
@@ -316,10 +328,9 @@ def worker(name: str, seed: int, start: int, stop: int) -> None:
         print(f"ready {declared}", flush=True)
         for i in range(start, stop):
             print(f"start {i}", flush=True)
-            tracemalloc.start()
-            outcome, detail = try_case(name, valid, tmp / "m.npz", case(seed, i), reference)
-            peak = tracemalloc.get_traced_memory()[1]
-            tracemalloc.stop()
+            try_case.peak = 0
+            outcome, detail = try_case(name, valid, tmp / "m.npz", case(seed, i), reference, trace=True)
+            peak = try_case.peak
             print(f"done {i} {outcome} {peak} {json.dumps(detail)}", flush=True)
 
 
@@ -334,7 +345,7 @@ def fuzz(name: str, cases: int, seed: int, timeout: float) -> dict:
     """All ``cases`` of ``name`` through worker processes; the counts of each outcome."""
     counts = {k: 0 for k in ("refused", "loaded", "other_error", "bad_state", "crash", "hang")}
     failures: list[str] = []
-    peak_ratio = 0.0
+    peak_bytes = 0
     same = 0
     i = 0
     while i < cases:
@@ -368,7 +379,7 @@ def fuzz(name: str, cases: int, seed: int, timeout: float) -> dict:
                 else:
                     i = cases
                 break
-            word, *rest = line.split(" ", 3)
+            word, *rest = line.rstrip("\n").split(" ", 4)
             if word == "ready":
                 declared = int(rest[0])
             elif word == "start":
@@ -379,11 +390,40 @@ def fuzz(name: str, cases: int, seed: int, timeout: float) -> dict:
                 same += detail.endswith("(same output)")
                 if outcome not in ("refused", "loaded"):
                     failures.append(f"case {current}: {outcome}: {detail}")
-                peak_ratio = max(peak_ratio, peak / max(declared, 1))
+                peak_bytes = max(peak_bytes, peak)
                 current = None
                 i = int(rest[0]) + 1
-    return {"model": name, "cases": cases, **counts, "same_output": same, "peak_memory_x_model": round(peak_ratio, 2),
-            "failures": failures[:20]}
+    return {"model": name, "cases": cases, **counts, "same_output": same, "load_peak_bytes": peak_bytes,
+            "model_bytes": declared, "failures": failures[:20]}
+
+
+def load_memory(name: str = "olkn", size: tuple[int, int] = (240, 320)) -> dict:
+    """Memory used while loading a checkpoint of a model of ``size`` frames, against the model's state size:
+    the peak allocated (tracemalloc, which sees numpy's buffers, zero pages not yet touched included) and
+    the growth of the resident set's peak in a fresh process (Linux)."""
+    import bgsub
+
+    rng = np.random.default_rng(0)
+    sub = bgsub.create(name)
+    for _ in range(2):
+        sub.apply(rng.integers(0, 256, (*size, 3), dtype=np.uint8))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = sub.save(Path(tmp) / "big.npz")
+        model = sum(a.nbytes for a in _arrays_of(sub))
+        del sub
+        tracemalloc.start()
+        bgsub.load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        code = ("import sys\nimport bgsub\n"
+                "def kib(f):\n    return next(int(x.split()[1]) for x in open('/proc/self/status') if x.startswith(f))\n"
+                "before = kib('VmRSS:')\nbgsub.load(sys.argv[1])\nprint(kib('VmHWM:') - before)\n")
+        out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                             cwd=Path(__file__).resolve().parents[1])
+        rss = int(out.stdout.strip()) * 1024 if out.returncode == 0 and out.stdout.strip() else None
+    return {"model": name, "frame": f"{size[1]}x{size[0]}", "state_bytes": model, "load_peak_allocated": peak,
+            "allocated_x_state": round(peak / model, 2), "load_peak_rss_growth": rss,
+            "rss_x_state": None if rss is None else round(rss / model, 2)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -392,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of {', '.join(MODELS)}")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=5.0, help="seconds a case may take before it counts as a hang")
+    ap.add_argument("--memory", action="store_true", help="also the load's peak memory on 320x240 models")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--stop", type=int, default=0, help=argparse.SUPPRESS)
@@ -406,6 +447,9 @@ def main(argv: list[str] | None = None) -> int:
         row["seconds"] = round(time.perf_counter() - t0, 1)
         bad += sum(row[k] for k in ("other_error", "bad_state", "crash", "hang"))
         print(json.dumps(row), flush=True)
+    if args.memory:
+        for name in ("olkn", "svmd", "oem"):
+            print(json.dumps(load_memory(name)), flush=True)
     return 1 if bad else 0
 
 

@@ -394,6 +394,8 @@ class PersistMixin:
         params, scalars, strings = _estimator_meta(path, meta)
         try:
             est = cls(**{k: _dict_from_json(v) for k, v in params.items()})
+            if not arrays and not scalars:
+                return est  # saved before fitting: its parameters are checked when it fits, as scikit-learn does
             fit_params = est._check_params() if hasattr(est, "_check_params") else None
         except CheckpointError:
             raise
@@ -401,8 +403,6 @@ class PersistMixin:
             raise CheckpointError(f"{path}: parameters do not fit {cls.__name__}: {exc}"[:600]) from None
         for name in strings:
             arrays[name] = arrays[name].astype(object)
-        if not arrays and not scalars:
-            return est  # saved before fitting
         try:
             _restore_estimator(est, fit_params, scalars, arrays)
         except CheckpointError:
@@ -467,7 +467,11 @@ def _declared_estimator(path, meta: dict, declared: dict) -> None:
     for name, (dtype, shape) in declared.items():
         count = math.prod(shape)
         total += count * dtype.itemsize
-        if name in _ROW_ARRAYS:
+        if name in _ROW_ARRAYS:  # the rows of the last call, of every call: at most the steps taken
+            steps = scalars.get("n_steps_")
+            if len(shape) != 1 or not isinstance(steps, int) or shape[0] > steps:
+                raise CheckpointError(f"{path}: state {name!r} is declared {dtype.str}{list(shape)}, more than the "
+                                      f"{steps!r:.40} rows learnt")
             continue
         if len(shape) > 2 or count > max(rows[0] + 3, K) * max(nf, K, 3) + 16:
             raise CheckpointError(f"{path}: state {name!r:.80} is declared {dtype.str}{list(shape)}, larger than a "

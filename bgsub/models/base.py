@@ -455,7 +455,8 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         check_state_value("gain_", self.gain_, _illumination.MIN_GAIN, _illumination.MAX_GAIN)
         if self.blobs_ != -1.0:
             check_state_value("blobs_", self.blobs_, 0.0, math.inf)
-        check_state_value("relearn_left_", self.relearn_left_, 0, self.params["relearn_frames"])
+        check_state_value("relearn_left_", self.relearn_left_, 0,
+                          next(p.high for p in COMMON_PARAMS if p.name == "relearn_frames"))
         check_state_value("stabilise_saturated_", self.stabilise_saturated_, 0, REANCHOR_FRAMES - 1)
         if self.samples_ is None:
             return
