@@ -38,9 +38,12 @@ DEFAULT_WARMUP = 60
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from bgsub.commands._common import algorithm_names
+
     parser.add_argument("--algo", dest="algos", action="append", default=None, metavar="NAME[:PRESET][,K=V...]",
-                        help="algorithm to time, optionally with one of its presets and parameters, e.g. olkn:fast "
-                             "or olkn,score_map=exact (repeatable; default: olkn, norma, knn, mog2)")
+                        help=f"algorithm to time ({algorithm_names()}), optionally with one of its presets and "
+                             "parameters, e.g. olkn:fast or olkn,score_map=exact (repeatable; default: olkn, norma, "
+                             "knn, mog2)")
     parser.add_argument("--size", dest="sizes", action="append", default=None, metavar="WxH",
                         help="frame size (repeatable; default: 320x240, 1280x720 and 1920x1080)")
     parser.add_argument("--frames", type=int, default=None, metavar="N",
