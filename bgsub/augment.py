@@ -25,6 +25,8 @@ from typing import Any
 import cv2
 import numpy as np
 
+from bgsub.models._registration import translate
+
 __all__ = ["AUGMENTATIONS", "Augmentation", "AugmentedSequence", "AugmentedSource", "augment", "translate"]
 
 #: Kinds and their default amounts.
@@ -170,15 +172,6 @@ class AugmentedSource:
 
     def __exit__(self, *exc) -> None:
         self._source.__exit__(*exc)
-
-
-def translate(img: np.ndarray, dx: int, dy: int, border: int, value: float) -> np.ndarray:
-    """``img`` moved by ``(dx, dy)`` whole pixels (``cv2.warpAffine``, nearest); uncovered pixels by ``border``."""
-    if dx == 0 and dy == 0:
-        return img
-    h, w = img.shape[:2]
-    m = np.float32([[1, 0, dx], [0, 1, dy]])
-    return cv2.warpAffine(img, m, (w, h), flags=cv2.INTER_NEAREST, borderMode=border, borderValue=value)
 
 
 def augment(seq: Any, kind: str | None, amount: float | None = None, seed: int = 0) -> Any:

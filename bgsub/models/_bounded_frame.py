@@ -42,14 +42,12 @@ loops' helpers.
 """
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, prange, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import njit, prange
 
 from bgsub.models._frame_kernels import (_adaptive_prob, _diffuses, _diffusion_draw, _diffusion_neighbour,
                                          _diffusion_source, _emit_where, _expansion_layout, _expansion_views, _hash24,
                                          _level, _olk_n_update, _selected, _selected_drawn, _vec)
+from bgsub.models._prefetch import prefetch_state
 from learners.expansion import expansion_sum
 from learners.kernels import GAUSSIAN_LUT, int_squared_distance, lut_value
 from learners.steps import RHO_QUANTILE, olk_n_quantile_rho
@@ -73,34 +71,6 @@ def gaussian_slope(width: float) -> float:
 
 #: How many deferred pixels ahead the second loop prefetches their state.
 PREFETCH_AHEAD = 8
-
-
-@intrinsic
-def _prefetch(typingctx, address):
-    """Hint the cache to load the line at ``address`` (LLVM's ``prefetch``: read, high locality)."""
-    sig = types.void(types.intp)
-
-    def codegen(context, builder, signature, args):
-        ptr = builder.inttoptr(args[0], ir.PointerType(ir.IntType(8)))
-        i32 = ir.IntType(32)
-        fnty = ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
-        builder.call(fn, [ptr, ir.Constant(i32, 1), ir.Constant(i32, 3), ir.Constant(i32, 1)])
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
-@njit(cache=True, inline="always")
-def _prefetch_state(sb, cb, rb, p, B, nc):
-    """Prefetch pixel ``p``'s samples, coefficients and ring (the first and last byte of each)."""
-    a = sb + p * B * nc
-    _prefetch(a)
-    _prefetch(a + B * nc - 1)
-    a = cb + p * B * 4
-    _prefetch(a)
-    _prefetch(a + B * 4 - 1)
-    _prefetch(rb + p * 16)
 
 
 @njit(cache=True, inline="always")
@@ -343,7 +313,7 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
         n_sum = 0
         for k in range(n_todo):
             if k + PREFETCH_AHEAD < n_todo:
-                _prefetch_state(sb, cb, rb, i * W + (todo[k + PREFETCH_AHEAD] & _COLUMN), B, nc)
+                prefetch_state(sb, cb, rb, i * W + (todo[k + PREFETCH_AHEAD] & _COLUMN), B, nc)
             j = todo[k] & _COLUMN
             p = i * W + j
             x = _vec(frame, fb, p, nc)

@@ -35,7 +35,7 @@ This module imports only numpy, numba and the frame loops' helpers.
 import numpy as np
 from numba import njit
 
-from bgsub.models._bounded_frame import _prefetch_state
+from bgsub.models._prefetch import prefetch_state
 from bgsub.models._frame_kernels import _weighted_sample_sum
 
 #: About this many grid pixels are compared per frame, whatever the frame size.
@@ -103,7 +103,7 @@ def grid_ratios(frame, samples, coef, ring, mask, step, out, block):
         # the grid pixels' state is far apart and cold: ask for a row's lines at once, then read them
         for j in range(step // 2, W, step):
             if mask[i, j] == 0:
-                _prefetch_state(sb, cb, rb, i * W + j, B, C)
+                prefetch_state(sb, cb, rb, i * W + j, B, C)
         for j in range(step // 2, W, step):
             if mask[i, j] != 0:
                 continue

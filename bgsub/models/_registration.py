@@ -54,7 +54,7 @@ import numpy as np
 from numba import njit
 
 __all__ = ["COARSE_WIDTH", "KEEP_BACKOFF", "KEEP_BACKOFF_MAX", "KEEP_SHARPNESS", "REFINE_WIDTH", "ShiftEstimator",
-           "gradient_magnitude", "gradient_region", "ncc_map"]
+           "gradient_magnitude", "gradient_region", "ncc_map", "translate"]
 
 #: Widest pyramid level on which every shift is tried (pixels).
 COARSE_WIDTH = 200
@@ -71,6 +71,15 @@ KEEP_BACKOFF = 8
 KEEP_BACKOFF_MAX = 64
 #: Smallest size, in each dimension, that the template keeps after its margins are cropped.
 MIN_TEMPLATE = 48
+
+
+def translate(img: np.ndarray, dx: int, dy: int, border: int, value: float) -> np.ndarray:
+    """``img`` moved by ``(dx, dy)`` whole pixels (``cv2.warpAffine``, nearest); uncovered pixels by ``border``."""
+    if dx == 0 and dy == 0:
+        return img
+    h, w = img.shape[:2]
+    m = np.float32([[1, 0, dx], [0, 1, dy]])
+    return cv2.warpAffine(img, m, (w, h), flags=cv2.INTER_NEAREST, borderMode=border, borderValue=value)
 
 
 def gradient_region(img: np.ndarray, y0: int, y1: int, x0: int, x1: int) -> np.ndarray:

@@ -18,11 +18,10 @@ from typing import Any
 import cv2
 import numpy as np
 
-from bgsub.augment import translate
 from bgsub.checkpoint import Checkpointable
 from bgsub.models import _frame_kernels as fk
 from bgsub.models import _components, _illumination, _texture
-from bgsub.models._registration import ShiftEstimator
+from bgsub.models._registration import ShiftEstimator, translate
 from bgsub.registry import ParamSpec
 from learners._numba_cache import is_cached
 from learners.expansion import SCALE_MAX, SCALE_MIN, needs_renormalise

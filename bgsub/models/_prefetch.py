@@ -1,0 +1,46 @@
+"""Cache prefetch hints for the frame loops that visit pixels out of order.
+
+:func:`prefetch_state` asks the CPU to load one pixel's samples, coefficients and
+ring while the loop still works on earlier pixels (the bounded engine's deferred
+pixels, :mod:`bgsub.models._bounded_frame`; the illumination estimate's grid,
+:mod:`bgsub.models._illumination`). A hint only: nothing computed depends on it.
+
+This module imports only numba and llvmlite.
+"""
+
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+__all__ = ["prefetch_state"]
+
+
+@intrinsic
+def _prefetch(typingctx, address):
+    """Hint the cache to load the line at ``address`` (LLVM's ``prefetch``: read, high locality)."""
+    sig = types.void(types.intp)
+
+    def codegen(context, builder, signature, args):
+        ptr = builder.inttoptr(args[0], ir.PointerType(ir.IntType(8)))
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        builder.call(fn, [ptr, ir.Constant(i32, 1), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@njit(cache=True, inline="always")
+def prefetch_state(sb, cb, rb, p, B, nc):
+    """Prefetch pixel ``p``'s samples, coefficients and ring (the first and last byte of each): ``sb``, ``cb``,
+    ``rb`` are the addresses of the uint8 samples (``B * nc`` a pixel), the float32 coefficients (``B``) and the
+    int64 ``[start, count]`` rings."""
+    a = sb + p * B * nc
+    _prefetch(a)
+    _prefetch(a + B * nc - 1)
+    a = cb + p * B * 4
+    _prefetch(a)
+    _prefetch(a + B * 4 - 1)
+    _prefetch(rb + p * 16)
