@@ -20,6 +20,7 @@ whole window and exits: 0 when the picture was written and the source played,
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import sys
 from pathlib import Path
@@ -205,8 +206,26 @@ def main(argv: list[str] | None = None) -> int:
         elif not args.paused or headless:
             window.play()
         code = app.exec()
-        window.shutdown()
-    return run.exit_code if run is not None else code
+        stopped = window.shutdown()
+    code = run.exit_code if run is not None else code
+    if not stopped:
+        _exit_without_the_worker(code)
+    return code
+
+
+def _exit_without_the_worker(code: int) -> None:
+    """The worker thread did not stop: it is inside a call that cannot be interrupted (numba compiling the
+    kernels, a read that never returns). Qt aborts the process when a running thread is destroyed, as it
+    would be when the interpreter exits; so say so, and at exit end the process with ``code`` before that."""
+    print("bgsub-gui: the worker thread is still busy (compiling or reading); exiting without it",
+          file=sys.stderr, flush=True)
+
+    def _exit() -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+    atexit.register(_exit)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -129,6 +129,7 @@ class MainWindow(QMainWindow):
         self.last_error: str | None = None
         self.state = PlayState.IDLE
         self._closed = False
+        self._stopped = True
 
         self._warmed: set = set()
         self.warm_up(session.algo, session.params)
@@ -662,8 +663,9 @@ class MainWindow(QMainWindow):
         super().closeEvent(event)
 
     def shutdown(self) -> bool:
-        """Stop the worker thread and close the source; True when it stopped."""
+        """Stop the worker thread and close the source; True when it stopped (a second call: the first's answer)."""
         if self._closed:
-            return True
+            return self._stopped
         self._closed = True
-        return self.controller.stop()
+        self._stopped = self.controller.stop()
+        return self._stopped

@@ -89,6 +89,31 @@ def test_screenshot_of_a_broken_file_shows_the_error_and_exits_1(tmp_path):
     assert shot.stat().st_size > 0
 
 
+def test_a_worker_that_does_not_stop_in_time_is_left_without_an_abort(tmp_path, tiny_sequence):
+    """A worker inside a call that cannot be interrupted (here: a frame that takes 60 s, as numba's first compile
+    can) when the screenshot run gives up: the process says so and exits 1, instead of Qt aborting it for
+    destroying a running thread."""
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "config"),
+               HOME=str(tmp_path / "home"))
+    code = ("import sys, time\n"
+            "import bgsub_gui.model as model\n"
+            "step = model.Session.step\n"
+            "def slow(self, *a, **k):\n"
+            "    time.sleep(60)\n"
+            "    return step(self, *a, **k)\n"
+            "model.Session.step = slow\n"
+            "from bgsub_gui.app import main\n"
+            "sys.exit(main(sys.argv[1:]))")
+    shot = tmp_path / "stuck.png"
+    args = [tiny_sequence, "--algo", "knn", "--frames", "3", "--timeout", "2", "--screenshot", shot]
+    proc = subprocess.run([sys.executable, "-c", code, *map(str, args)], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=55)  # well before the frame would end
+    assert proc.returncode == 1, proc.stderr
+    assert "gave up after 2 s" in proc.stderr and "still busy" in proc.stderr
+    assert "Destroyed while thread" not in proc.stderr
+    assert shot.stat().st_size > 0
+
+
 def test_bad_arguments_are_refused_with_a_message(tmp_path, capsys):
     from bgsub_gui.app import main
 
