@@ -145,10 +145,14 @@ def _checked_meta(path, meta: dict) -> tuple[str, dict, int]:
 
 
 def _create(path, algo: str, params: dict):
-    """The subtractor of ``params``, with the value of every parameter that joined since the file was written."""
+    """The subtractor of ``params``, with the value of every parameter that joined since the file was written,
+    without those removed since at their neutral value (another value of one is refused)."""
     from bgsub.registry import create
 
     try:
+        removed = getattr(type(create(algo)), "without_removed_params", None)
+        if removed is not None:
+            params = removed(params)
         sub = create(algo, **params)
         # parameters that joined after the file was written: the value that behaves as that version did
         added = {k: v for k, v in getattr(type(sub), "_ADDED_PARAMS", {}).items() if k not in params}

@@ -1,7 +1,7 @@
 """Shared machinery of the per-pixel kernel subtractors.
 
 :class:`PixelKernelSubtractor` owns everything that does not depend on the
-update rule: input validation, colour conversion and smoothing, the
+update rule: input validation, colour conversion, the
 structure-of-arrays state, the global coefficient scale and its
 renormalisation, the update policy's random selection, mask post-processing,
 the background image, and ``set_params`` for live parameter changes. Subclasses
@@ -35,8 +35,6 @@ COMMON_PARAMS = (
     ParamSpec("budget", int, 20, "samples kept per pixel (ring buffer size B)", "samples", 1, 255, live=False),
     ParamSpec("color", str, "bgr", "use the three colour channels, or convert to grey first", "",
               choices=("bgr", "gray"), live=False),
-    ParamSpec("blur", float, 0.0, "Gaussian smoothing of the input, standard deviation (0: off)", "pixels",
-              0.0, 10.0),
     ParamSpec("init", str, "neighbours",
               "model at the first frame: 'neighbours' fills each buffer with B steps on values of random "
               "neighbours of the first frame within init_radius (ViBe-style, usable at once); 'empty' starts empty "
@@ -95,8 +93,6 @@ COMMON_PARAMS = (
               "larger aperture is used", "blobs", 0.0, 1e6),
     ParamSpec("median_rate", float, 0.05, "median_max: rate of the running mean number of blobs", "per frame",
               0.0, 1.0),
-    ParamSpec("open", int, 0, "morphological opening of the mask, square size (0: off)", "pixels", 0, 15),
-    ParamSpec("close", int, 0, "morphological closing of the mask, square size (0: off)", "pixels", 0, 15),
     ParamSpec("min_area", int, 0, "remove foreground blobs smaller than this (0: off)", "pixels", 0, 100000),
     ParamSpec("fill_holes", int, 0,
               "fill background holes smaller than this inside foreground blobs, after the median and "
@@ -239,6 +235,12 @@ def _set_small_components(mask: np.ndarray, background: bool, area: int, value: 
     out = mask.copy()
     _components.set_runs(out, starts, ends, first, small, value)
     return out
+
+
+#: Parameters that were removed, each with the value at which the code behaved as it does without it (the
+#: feature off): a checkpoint that carries one at that value loads without it, another value is refused
+#: (:meth:`PixelKernelSubtractor.without_removed_params`; subclasses add their own).
+REMOVED_PARAMS: dict[str, Any] = {"blur": 0.0, "open": 0, "close": 0}
 
 
 def checked_params(owner: str, specs: dict[str, ParamSpec], current: dict[str, Any],
@@ -472,6 +474,19 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
     _RESTORED_RANGES: tuple[tuple[str, float, float], ...] = (
         ("coef_", -math.inf, math.inf), ("rho_", -math.inf, math.inf), ("blink_", 0.0, 1.0))
 
+    #: The removed parameters of this class and their neutral values (:data:`REMOVED_PARAMS`).
+    _REMOVED_PARAMS: dict[str, Any] = REMOVED_PARAMS
+
+    @classmethod
+    def without_removed_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """``params`` (a checkpoint's) without the removed parameters it carries at their neutral value
+        (:attr:`_REMOVED_PARAMS`); a ValueError naming one it carries at another value."""
+        for k, v in params.items():
+            if k in cls._REMOVED_PARAMS and v != cls._REMOVED_PARAMS[k]:
+                raise ValueError(f"the option {k} (here {v!r}) was removed; only its neutral value "
+                                 f"{cls._REMOVED_PARAMS[k]!r} is read: start a new model without it")
+        return {k: v for k, v in params.items() if k not in cls._REMOVED_PARAMS}
+
     def __init__(self, **params: Any) -> None:
         specs = {p.name: p for p in self._SPECS}
         values = checked_params(type(self).__name__, specs, {p.name: p.default for p in self._SPECS}, params)
@@ -620,9 +635,6 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
             )
         if self.params["color"] == "gray" and img.ndim == 3 and img.shape[2] == 3:
             img = cv2.cvtColor(img, cv2.COLOR_BGR2GRAY)
-        sigma = self.params["blur"]
-        if sigma > 0:
-            img = cv2.GaussianBlur(img, (0, 0), sigma, borderType=cv2.BORDER_REPLICATE)
         if img.ndim == 2:
             img = img[:, :, None]
         C = img.shape[2]
@@ -650,12 +662,6 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
                 if self.blobs_ >= p["median_blobs"]:
                     filtered = binary_median(mask, p["median_max"])
             mask = filtered
-        if p["open"] >= 2:
-            k = np.ones((p["open"], p["open"]), np.uint8)
-            mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, k)
-        if p["close"] >= 2:
-            k = np.ones((p["close"], p["close"]), np.uint8)
-            mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, k)
         if p["fill_holes"] > 0:
             mask = fill_holes(mask, p["fill_holes"])
         if p["min_area"] > 0:
@@ -996,7 +1002,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
     def getScoreMap(self) -> np.ndarray | None:
         """float32 (H, W) novelty score of the last frame; ``> 0`` is the raw foreground.
 
-        Post-processing (``median``, ``open``, ``close``, ``min_area``) acts on the
+        Post-processing (``median``, ``fill_holes``, ``min_area``) acts on the
         mask only, so with it on the mask returned by :meth:`apply` may differ from
         ``score > 0``. None before the first frame. Under olkn's ``score_map="bounded"``
         (its default) a pixel whose decisions a bound settled reports a score within

@@ -41,8 +41,8 @@ NORMA_PARAMS = (
 
 NORMA_PRESETS = {
     "paper": {"width": 10.0, "eta": 0.001, "lam": 0.0001, "nu": 0.1, "budget": 20, "color": "bgr",
-              "blur": 0.0, "init": "empty", "update_prob": 1.0, "fg_update_prob": 1.0, "update_mask": "raw",
-              "median": 0, "open": 0, "close": 0, "min_area": 0, "init_radius": 1, "init_rho": "steps",
+              "init": "empty", "update_prob": 1.0, "fg_update_prob": 1.0, "update_mask": "raw",
+              "median": 0, "min_area": 0, "init_radius": 1, "init_rho": "steps",
               "blink_gain": 0.0, "stabilise": "off", "illumination": "off"},
 }
 
@@ -62,7 +62,7 @@ class NORMASubtractor(PixelKernelSubtractor):
         Fraction of novel steps.
     texture, texture_threshold : float
         Texture features, as olkn's (:data:`bgsub.models.base.TEXTURE_PARAMS`; 0: off).
-    budget, color, blur, update_prob, fg_update_prob, median, open, close, min_area, seed
+    budget, color, update_prob, fg_update_prob, median, min_area, seed
         See :data:`bgsub.models.base.COMMON_PARAMS` and ``docs/parameters.md``.
 
     Attributes

@@ -86,8 +86,8 @@ OLKN_PARAMS = (
 #: Named parameter sets; "paper" is Li et al.'s setting with the unconditional update.
 OLKN_PRESETS = {
     "paper": {"width": 10.0, "r": 0.001, "nu": 0.1, "C": 0.2, "budget": 20, "rho_rule": "paper",
-              "color": "bgr", "blur": 0.0, "init": "empty", "update_prob": 1.0, "fg_update_prob": 1.0,
-              "update_mask": "raw", "median": 0, "open": 0, "close": 0, "min_area": 0, "fill_holes": 0, "median_max": 0, "init_radius": 1,
+              "color": "bgr", "init": "empty", "update_prob": 1.0, "fg_update_prob": 1.0,
+              "update_mask": "raw", "median": 0, "min_area": 0, "fill_holes": 0, "median_max": 0, "init_radius": 1,
               "diffuse_prob": 0.0, "blink_gain": 0.0, "stabilise": "off", "warmup_frames": 0, "illumination": "off"},
     # The presets keep the parameters they were measured with where the defaults moved since (the eleventh round's
     # illumination compensation and diffuse_prob 0.1: the compensation's fixed cost is a large share of the fast
@@ -131,7 +131,7 @@ class OLKNSubtractor(PixelKernelSubtractor):
         Texture features: the weight ``lam`` of the descriptors' Hamming distance in the product kernel
         (:func:`learners.kernels.texture_lut_value`; 0: off) and the descriptor's relative threshold
         (:func:`bgsub.models._texture.lbsp`).
-    budget, color, blur, update_prob, fg_update_prob, median, open, close, min_area, seed
+    budget, color, update_prob, fg_update_prob, median, min_area, seed
         See :data:`bgsub.models.base.COMMON_PARAMS` and ``docs/parameters.md``.
 
     Attributes

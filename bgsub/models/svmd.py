@@ -51,7 +51,7 @@ class SVMDSubtractor(PixelKernelSubtractor):
     eta0, mu, decay, lam, nu : float
         SVMD's initial step size, meta-step size, SMD decay (lambda), regulariser
         ``c`` and nu (see :mod:`learners.svmd`).
-    budget, color, blur, update_prob, fg_update_prob, median, open, close, min_area, seed
+    budget, color, update_prob, fg_update_prob, median, min_area, seed
         See :data:`bgsub.models.base.COMMON_PARAMS` and ``docs/parameters.md``.
 
     Attributes

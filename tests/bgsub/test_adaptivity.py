@@ -9,7 +9,7 @@ import bgsub
 from bgsub.augment import translate
 from tests.bgsub._params import ROUND7
 
-QUIET = dict(median=0, blur=0.0)
+QUIET = dict(median=0)
 
 
 def _scene(T, H=32, W=40, seed=0):

@@ -14,7 +14,7 @@ from bgsub.models.base import binary_median, fill_holes, remove_small
 from learners import steps
 from tests.bgsub._params import ROUND7
 
-QUIET = dict(median=0, blur=0.0)
+QUIET = dict(median=0)
 
 
 # ----------------------------------------------------------------- the rules against their transcription

@@ -9,7 +9,7 @@ import bgsub
 from bgsub.checkpoint import read_checkpoint, write_checkpoint
 from bgsub.models import _illumination as il
 
-QUIET = dict(median=0, blur=0.0)
+QUIET = dict(median=0)
 
 
 def _scene(T, H=48, W=64, seed=0, channels=3):

@@ -14,8 +14,8 @@ from learners.kernels import GAUSSIAN_LUT, gaussian_lut
 from learners.steps import RHO_RULES, norma_decay, norma_novelty_step, olk_decay, olk_n_step
 from tests.bgsub._params import ROUND7
 
-RAW = dict(init="empty", update_prob=1.0, fg_update_prob=1.0, blur=0.0, median=0, median_max=0, open=0, close=0, min_area=0,
-           fill_holes=0, update_mask="raw", diffuse_prob=0.0, stabilise="off", warmup_frames=0)
+RAW = dict(init="empty", update_prob=1.0, fg_update_prob=1.0, median=0, median_max=0, min_area=0, fill_holes=0,
+           update_mask="raw", diffuse_prob=0.0, stabilise="off", warmup_frames=0)
 #: RAW for olkn and norma, without their blink feedback (an output filter the scalar steps do not have).
 RAW_KERNEL = dict(RAW, blink_gain=0.0)
 

@@ -1,0 +1,61 @@
+"""Checkpoints written before an option was removed: at its neutral value they load, at another they are
+refused with a message naming the option."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bgsub
+from bgsub.models.base import PixelKernelSubtractor
+from learners._persist import CheckpointError, read_checkpoint, write_checkpoint
+
+#: Removed options of every kernel subtractor, with a value each did not have when off.
+ON = {"blur": 1.5, "open": 3, "close": 3}
+
+
+def _frames(n=3, h=24, w=32):
+    rng = np.random.default_rng(0)
+    return [rng.integers(0, 255, (h, w, 3), dtype=np.uint8) for _ in range(n)]
+
+
+def _with_params(path, **extra):
+    """Rewrite the checkpoint at ``path`` with ``extra`` added to its parameters (as an older version wrote)."""
+    meta, arrays = read_checkpoint(path)
+    rest = {k: v for k, v in meta.items() if k not in ("format", "version", "kind", "params")}
+    write_checkpoint(path, meta["kind"], {**meta["params"], **extra}, arrays, **rest)
+
+
+@pytest.mark.parametrize("algo", ["olkn", "norma"])
+def test_a_removed_option_at_its_neutral_value_loads(tmp_path, algo):
+    sub = bgsub.create(algo, median=0, stabilise="off", illumination="off")
+    frames = _frames()
+    for f in frames[:2]:
+        sub.apply(f)
+    path = sub.save(tmp_path / "m.npz")
+    want = sub.apply(frames[2])
+    cls = type(sub)
+    _with_params(path, **cls._REMOVED_PARAMS)
+    loaded = cls.load(path)
+    assert not set(cls._REMOVED_PARAMS) & set(loaded.params)
+    assert np.array_equal(loaded.apply(frames[2]), want)
+
+
+@pytest.mark.parametrize("name", sorted(ON))
+def test_a_removed_option_switched_on_is_refused_naming_it(tmp_path, name):
+    sub = bgsub.create("norma", median=0, stabilise="off", illumination="off")
+    path = sub.save(tmp_path / "m.npz")
+    _with_params(path, **{name: ON[name]})
+    with pytest.raises(CheckpointError, match=f"option {name} .*was removed") as err:
+        type(sub).load(path)
+    assert "\n" not in str(err.value)
+
+
+def test_every_removed_option_is_gone_from_the_parameters():
+    for algo in ("olkn", "norma", "svmd"):
+        names = {p.name for p in bgsub.param_specs(algo)}
+        cls = type(bgsub.create(algo))
+        assert issubclass(cls, PixelKernelSubtractor)
+        assert not names & set(cls._REMOVED_PARAMS), algo
+        with pytest.raises(ValueError, match="has no parameter"):
+            bgsub.create(algo, blur=1.0)
