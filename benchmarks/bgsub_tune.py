@@ -12,7 +12,7 @@ Usage::
     # one command: candidates from a file, plain + jittered sequences, then the CV report
     python benchmarks/bgsub_tune.py grid --algo olkn --configs benchmarks/olkn_candidates.json \
         --augment jitter --out /tmp/olkn.jsonl --cv
-    python benchmarks/bgsub_tune.py cv --results /tmp/olkn.jsonl --exclude stabilise=phase
+    python benchmarks/bgsub_tune.py cv --results /tmp/olkn.jsonl --exclude texture_mode=inter
     # every candidate against the defaults: summary table, and two-candidate CV (candidate vs defaults)
     python benchmarks/bgsub_tune.py table --algo olkn --results /tmp/olkn.jsonl
     python benchmarks/bgsub_tune.py paired --algo olkn --results /tmp/olkn.jsonl
@@ -402,7 +402,7 @@ def cmd_paired(args):
 
 def _add_exclude(parser, when=""):
     parser.add_argument("--exclude", action="append", default=[], metavar="KEY=VALUE",
-                        help=when + "leave out configs with this parameter value (e.g. stabilise=phase: too slow)")
+                        help=when + "leave out configs with this parameter value (e.g. texture_mode=inter: too slow)")
 
 
 def main(argv=None):

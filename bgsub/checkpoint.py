@@ -207,8 +207,8 @@ def _declared_layout(path, meta: dict, declared: dict) -> None:
             raise CheckpointError(f"{path}: {name!r:.80} is not a state array of {algo}; its arrays are "
                                   f"{', '.join(array_names)}")
         one = per_pixel.get(name)
-        if name == "stabilise_reference_":  # the stabiliser's grey reference: uint8 ("match") or float32 ("phase")
-            dtypes, ndim, count = (np.dtype(np.uint8), np.dtype(np.float32)), 2, 1
+        if name == "stabilise_reference_":  # the stabiliser's grey reference
+            dtypes, ndim, count = (np.dtype(np.uint8),), 2, 1
         elif one is None:
             raise CheckpointError(f"{path}: state {name!r} is saved, but {algo} with these parameters has none")
         else:

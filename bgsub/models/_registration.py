@@ -9,9 +9,8 @@ reference's centre, cropped by ``max_shift`` on every side, is the template.
 Gradients rather than intensities, because edges stay where the camera puts
 them while a moving car or a change of light alters intensities over large
 areas: on the jittered dev sequences whose camera does not move by itself it
-finds 99.4 % of the shifts, phase correlation against the same reference
-(``stabilise="phase"``) 27 % (``benchmarks/stabiliser_accuracy.py``,
-``docs/parameters.md``).
+finds 99.4 % of the shifts, phase correlation against the same reference 27 %
+(``benchmarks/stabiliser_accuracy.py``, ``docs/parameters.md``).
 
 The gradient is OpenCV's Sobel (vectorised: 0.06 against 0.22 ms for a jitted loop over a
 320x240 frame's region, the same values); the correlation loop runs on one thread: beside

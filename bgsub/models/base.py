@@ -46,9 +46,8 @@ COMMON_PARAMS = (
     ParamSpec("stabilise", str, "off",
               "camera-jitter compensation: every frame is registered to the first (integer shift, at most "
               "stabilise_max pixels) before the model, and the mask shifted back; 'match' finds the shift by "
-              "correlating gradient images (right on 99 % of the jittered dev frames), 'phase' by phase correlation "
-              "(kept for comparison: misled by moving objects)", "",
-              choices=("off", "match", "phase")),
+              "correlating gradient images (right on 99 % of the jittered dev frames)", "",
+              choices=("off", "match")),
     ParamSpec("stabilise_max", int, 8, "largest shift the stabiliser corrects", "pixels", 1, 64),
     ParamSpec("update_prob", float, 0.25,
               "probability that a pixel classified background steps its learner in a frame", "", 0.0, 1.0),
@@ -241,6 +240,8 @@ def _set_small_components(mask: np.ndarray, background: bool, area: int, value: 
 #: feature off): a checkpoint that carries one at that value loads without it, another value is refused
 #: (:meth:`PixelKernelSubtractor.without_removed_params`; subclasses add their own).
 REMOVED_PARAMS: dict[str, Any] = {"blur": 0.0, "open": 0, "close": 0}
+#: Values of parameters that were removed (a checkpoint that carries one is refused with a message).
+REMOVED_CHOICES: dict[str, tuple] = {"stabilise": ("phase",)}
 
 
 def checked_params(owner: str, specs: dict[str, ParamSpec], current: dict[str, Any],
@@ -391,7 +392,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         Output mask of the previous frame dilated 5x5, at the model's size (``blink_gain``: flips
         inside it are an object's edges, not blinking; stays 0 when off).
     stabilise_reference_ : ndarray (H, W) or None
-        The stabiliser's reference frame (grey: uint8 for ``stabilise="match"``, float32 for "phase"); None
+        The stabiliser's reference frame (grey, uint8); None
         while ``stabilise`` is off or before the first frame.
     stabilise_saturated_ : int
         Frames in a row whose shift reached ``stabilise_max`` (``REANCHOR_FRAMES`` of them renew the reference).
@@ -477,11 +478,19 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
     #: The removed parameters of this class and their neutral values (:data:`REMOVED_PARAMS`).
     _REMOVED_PARAMS: dict[str, Any] = REMOVED_PARAMS
 
+    #: Values of parameters that were removed (:data:`REMOVED_CHOICES`).
+    _REMOVED_CHOICES: dict[str, tuple] = REMOVED_CHOICES
+
     @classmethod
     def without_removed_params(cls, params: dict[str, Any]) -> dict[str, Any]:
         """``params`` (a checkpoint's) without the removed parameters it carries at their neutral value
-        (:attr:`_REMOVED_PARAMS`); a ValueError naming one it carries at another value."""
+        (:attr:`_REMOVED_PARAMS`); a ValueError naming one it carries at another value, or a removed value of
+        a parameter (:attr:`_REMOVED_CHOICES`)."""
         for k, v in params.items():
+            if v in cls._REMOVED_CHOICES.get(k, ()):
+                raise ValueError(f"the option {k}={v!r} was removed; its other values are "
+                                 f"{', '.join(map(repr, next(p for p in cls._SPECS if p.name == k).choices))}: "
+                                 "start a new model with one of them")
             if k in cls._REMOVED_PARAMS and v != cls._REMOVED_PARAMS[k]:
                 raise ValueError(f"the option {k} (here {v!r}) was removed; only its neutral value "
                                  f"{cls._REMOVED_PARAMS[k]!r} is read: start a new model without it")
@@ -562,7 +571,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         self._lut = None
         self._decay_value = None
         self.stabilise_reference_ = None
-        self._registrar = None  # (stabilise, stabilise_max, its shift estimator or phase window)
+        self._registrar = None  # (stabilise_max, its shift estimator)
         self.stabilise_saturated_ = 0
         self._shift = (0, 0)
         self.gain_ = 1.0
@@ -821,18 +830,14 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         return cv2.resize(image, (W, H), interpolation=interpolation)
 
     def _stabilise(self, img: np.ndarray) -> np.ndarray:
-        """Register ``img`` to the stream's first frame (``stabilise`` "match" or "phase"); remembers the
-        shift. With "match", a frame whose shift reaches ``stabilise_max`` is taken unshifted, and after
+        """Register ``img`` to the stream's first frame (``stabilise="match"``); remembers the
+        shift. A frame whose shift reaches ``stabilise_max`` is taken unshifted, and after
         :data:`REANCHOR_FRAMES` such frames in a row (a camera that panned or was moved, not one that shakes)
         the last becomes the reference of the frames after it."""
         self._shift = (0, 0)
-        mode = self.params["stabilise"]
-        if mode == "off":
+        if self.params["stabilise"] == "off":
             return img
-        if mode == "match":
-            grey = cv2.cvtColor(img, cv2.COLOR_BGR2GRAY) if img.shape[2] == 3 else np.ascontiguousarray(img[..., 0])
-        else:
-            grey = img.mean(axis=2, dtype=np.float32) if img.shape[2] > 1 else img[:, :, 0].astype(np.float32)
+        grey = cv2.cvtColor(img, cv2.COLOR_BGR2GRAY) if img.shape[2] == 3 else np.ascontiguousarray(img[..., 0])
         ref = self.stabilise_reference_
         if ref is None or ref.dtype != grey.dtype or ref.shape != grey.shape:
             self.stabilise_reference_ = grey
@@ -840,28 +845,19 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
             self.stabilise_saturated_ = 0
             return img
         m = self.params["stabilise_max"]
-        if self._registrar is None or self._registrar[:2] != (mode, m):  # built on first use, and anew on a change
-            if mode == "match":
-                self._registrar = (mode, m, ShiftEstimator(self.stabilise_reference_, m))
-            else:
-                self._registrar = (mode, m, cv2.createHanningWindow(grey.shape[::-1], cv2.CV_32F))
-        if mode == "match":
-            dx, dy = self._registrar[2].estimate(grey)
-            if max(abs(dx), abs(dy)) >= m:
-                # as far as the search reaches: no shift is trusted (an object can pull the estimate there);
-                # a camera that stays there panned or was moved, and its frame becomes the new reference
-                self.stabilise_saturated_ += 1
-                if self.stabilise_saturated_ >= REANCHOR_FRAMES:
-                    self.stabilise_reference_ = grey
-                    self._registrar = None
-                    self.stabilise_saturated_ = 0
-                return img
-            self.stabilise_saturated_ = 0
-        else:
-            (dx, dy), _ = cv2.phaseCorrelate(self.stabilise_reference_, grey, self._registrar[2])
-            dx, dy = int(round(dx)), int(round(dy))
-            if max(abs(dx), abs(dy)) > m:
-                return img
+        if self._registrar is None or self._registrar[0] != m:  # built on first use, and anew on a change
+            self._registrar = (m, ShiftEstimator(self.stabilise_reference_, m))
+        dx, dy = self._registrar[1].estimate(grey)
+        if max(abs(dx), abs(dy)) >= m:
+            # as far as the search reaches: no shift is trusted (an object can pull the estimate there);
+            # a camera that stays there panned or was moved, and its frame becomes the new reference
+            self.stabilise_saturated_ += 1
+            if self.stabilise_saturated_ >= REANCHOR_FRAMES:
+                self.stabilise_reference_ = grey
+                self._registrar = None
+                self.stabilise_saturated_ = 0
+            return img
+        self.stabilise_saturated_ = 0
         if dx == 0 and dy == 0:
             return img
         self._shift = (dx, dy)

@@ -128,8 +128,7 @@ def test_norma_bootstrap_works_on_a_short_clip():
         assert good == ok, (init_rho, recall, outside)
 
 
-@pytest.mark.parametrize("method, recovered", [("match", 1.0), ("phase", 0.8)])
-def test_stabilisation_undoes_camera_shifts(method, recovered):
+def test_stabilisation_undoes_camera_shifts():
     import cv2
 
     rng = np.random.default_rng(5)
@@ -141,7 +140,7 @@ def test_stabilisation_undoes_camera_shifts(method, recovered):
     shaken = [np.ascontiguousarray(translate(fr, dx, dy, cv2.BORDER_REPLICATE, 0))
               for fr, (dx, dy) in zip(frames, shifts)]
     fg = {}
-    for mode in ("off", method):
+    for mode in ("off", "match"):
         sub = bgsub.create("olkn", stabilise=mode, diffuse_prob=0.0, init_radius=1, blink_gain=0.0)
         found = []
         masks = []
@@ -149,11 +148,11 @@ def test_stabilisation_undoes_camera_shifts(method, recovered):
             masks.append(sub.apply(fr))
             found.append(sub._shift)
         fg[mode] = np.array(masks)[20:, 4:-4, 4:-4].mean() / 255
-        if mode == method:
-            assert np.mean([a == b for a, b in zip(found, shifts)]) >= recovered  # (most) shifts recovered
+        if mode == "match":
+            assert found == shifts  # every shift recovered
             assert sub.getScoreMap().shape == (H, W)
     assert fg["off"] > 0.05  # textured background shaken by 3 pixels: flagged where it has edges
-    assert fg[method] < 0.3 * fg["off"]
+    assert fg["match"] < 0.3 * fg["off"]
 
 
 def test_relearn_after_a_sudden_global_change():

@@ -51,6 +51,17 @@ def test_a_removed_option_switched_on_is_refused_naming_it(tmp_path, name):
     assert "\n" not in str(err.value)
 
 
+def test_a_removed_value_is_refused_naming_it(tmp_path):
+    sub = bgsub.create("olkn", median=0, illumination="off")
+    path = sub.save(tmp_path / "m.npz")
+    _with_params(path, stabilise="phase")
+    with pytest.raises(CheckpointError, match="option stabilise='phase' was removed; its other values are 'off', "
+                                              "'match'"):
+        type(sub).load(path)
+    with pytest.raises(ValueError, match="stabilise"):
+        bgsub.create("olkn", stabilise="phase")
+
+
 def test_every_removed_option_is_gone_from_the_parameters():
     for algo in ("olkn", "norma", "svmd"):
         names = {p.name for p in bgsub.param_specs(algo)}
