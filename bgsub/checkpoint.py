@@ -223,6 +223,12 @@ def _declared_layout(path, meta: dict, declared: dict) -> None:
 
 
 def _restore_scalars(path, sub, algo: str, scalars: dict, scalar_names: tuple[str, ...], upgraded: bool) -> None:
+    removed = getattr(type(sub), "_REMOVED_SCALARS", {})  # state of features removed since: only their value when off
+    for name, off in removed.items():
+        if name in scalars and scalars[name] != off:
+            raise CheckpointError(f"{path}: state value {name} = {scalars[name]!r:.40} belongs to a feature that was "
+                                  f"removed (only {off!r}, off, is read): start a new model")
+    scalars = {k: v for k, v in scalars.items() if k not in removed}
     unknown = sorted(set(scalars) - set(scalar_names))
     if unknown:
         raise CheckpointError(f"{path}: unknown state values {', '.join(map(repr, unknown))[:200]} for {algo}; its "

@@ -69,9 +69,6 @@ COMMON_PARAMS = (
               "value of a random neighbour classified background (ViBe/SuBSENSE spatial propagation; 0: off)",
               "", 0.0, 1.0),
     ParamSpec("diffuse_radius", int, 1, "neighbourhood of the diffusion: a (2r+1)x(2r+1) square", "pixels", 1, 5),
-    ParamSpec("relearn_fraction", float, 0.0,
-              "sudden global change: when more than this fraction of a frame is raw foreground, every pixel "
-              "steps for relearn_frames frames (0: off)", "", 0.0, 1.0),
     ParamSpec("illumination", str, "off",
               "global illumination compensation: 'gain' divides each frame by its gain against the model (the "
               "median frame-to-background ratio over a grid of pixels the previous frame classified background), "
@@ -81,8 +78,6 @@ COMMON_PARAMS = (
               "after the first frame, every pixel classified background steps in each of this many frames (as "
               "update_prob 1), so a short clip's model learns its background's motion quickly (0: off)", "frames",
               0, 10000),
-    ParamSpec("relearn_frames", int, 10, "frames of forced learning after a sudden global change", "frames",
-              1, 1000),
     ParamSpec("median", int, 7, "median filter of the mask, aperture (0: off; odd)", "pixels", 0, 15),
     ParamSpec("median_max", int, 0,
               "larger median aperture used while the mask is cluttered: while the running mean number of blobs "
@@ -239,7 +234,7 @@ def _set_small_components(mask: np.ndarray, background: bool, area: int, value: 
 #: Parameters that were removed, each with the value at which the code behaved as it does without it (the
 #: feature off): a checkpoint that carries one at that value loads without it, another value is refused
 #: (:meth:`PixelKernelSubtractor.without_removed_params`; subclasses add their own).
-REMOVED_PARAMS: dict[str, Any] = {"blur": 0.0, "open": 0, "close": 0}
+REMOVED_PARAMS: dict[str, Any] = {"blur": 0.0, "open": 0, "close": 0, "relearn_fraction": 0.0, "relearn_frames": 10}
 #: Values of parameters that were removed (a checkpoint that carries one is refused with a message).
 REMOVED_CHOICES: dict[str, tuple] = {"stabilise": ("phase",)}
 
@@ -402,8 +397,6 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         Frames applied since the last reset.
     n_steps_ : int
         Pixel steps taken since the last reset (one per pixel per update).
-    relearn_left_ : int
-        Frames of forced learning left after a sudden global change.
     gain_ : float
         Global gain of the last frame against the model (``illumination="gain"``; 1.0 while off): the last
         estimate that counted. Frames are divided by it when it differs from 1 by more than 0.003.
@@ -417,7 +410,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
     #: State saved by :meth:`save` (see :mod:`bgsub.checkpoint`): every per-pixel state array, and scalars.
     _STATE_ARRAYS: tuple[str, ...] = ("samples_", "coef_", "ring_", "rho_", "prev_mask_", "blink_", "post_mask_",
                                       "stabilise_reference_")
-    _STATE_SCALARS: tuple[str, ...] = ("scale_", "n_frames_", "n_steps_", "relearn_left_", "stabilise_saturated_",
+    _STATE_SCALARS: tuple[str, ...] = ("scale_", "n_frames_", "n_steps_", "stabilise_saturated_",
                                        "gain_", "blobs_")
     #: Scalars that joined the state after checkpoints of the current layout were first written: a checkpoint
     #: without one continues from its initial value.
@@ -457,8 +450,6 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         check_state_value("gain_", self.gain_, _illumination.MIN_GAIN, _illumination.MAX_GAIN)
         if self.blobs_ != -1.0:
             check_state_value("blobs_", self.blobs_, 0.0, math.inf)
-        check_state_value("relearn_left_", self.relearn_left_, 0,
-                          next(p.high for p in COMMON_PARAMS if p.name == "relearn_frames"))
         check_state_value("stabilise_saturated_", self.stabilise_saturated_, 0, REANCHOR_FRAMES - 1)
         if self.samples_ is None:
             return
@@ -480,6 +471,9 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
 
     #: Values of parameters that were removed (:data:`REMOVED_CHOICES`).
     _REMOVED_CHOICES: dict[str, tuple] = REMOVED_CHOICES
+    #: State values that were removed, with their value while the feature was off (a checkpoint that carries
+    #: one at another value is refused, :func:`bgsub.checkpoint.load`).
+    _REMOVED_SCALARS: dict[str, Any] = {"relearn_left_": 0}
 
     @classmethod
     def without_removed_params(cls, params: dict[str, Any]) -> dict[str, Any]:
@@ -562,7 +556,6 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         self.post_mask_ = None
         self.n_frames_ = 0
         self.n_steps_ = 0
-        self.relearn_left_ = 0
         self._score = None
         self._mask = None
         self._img = None
@@ -714,10 +707,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
             p_bg = _prob(self.params["update_prob"] if lr == -1 else lr)
             p_fg = _prob(self.params["fg_update_prob"])
             p_diff = _prob(self.params["diffuse_prob"])
-            if self.relearn_left_ > 0:
-                p_bg = p_fg = _PROB_ONE
-                self.relearn_left_ -= 1
-            elif lr == -1 and 0 < self.n_frames_ <= self.params["warmup_frames"]:
+            if lr == -1 and 0 < self.n_frames_ <= self.params["warmup_frames"]:
                 p_bg = _PROB_ONE
             if self._fused():
                 # score, raw mask and update in one pass; post-processing only filters the output.
@@ -734,7 +724,6 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
             self.prev_mask_[...] = self._rawmask
             self.n_steps_ += int(self._stepped.sum())
             self._advance_scale()
-            self._check_global_change()
         if mask is None:
             mask = self._postprocess(self._rawmask)
         if self.params.get("blink_gain", 0.0) > 0:
@@ -886,13 +875,6 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         if dx == 0 and dy == 0:
             return a
         return translate(a, dx, dy, cv2.BORDER_CONSTANT, fill)
-
-    def _check_global_change(self) -> None:
-        """Start forced learning when the raw foreground covers more than ``relearn_fraction``."""
-        frac = self.params["relearn_fraction"]
-        if frac > 0 and self.relearn_left_ == 0:
-            if cv2.countNonZero(self._rawmask) > frac * self._rawmask.size:
-                self.relearn_left_ = self.params["relearn_frames"]
 
     def _decay_factor(self) -> float:
         """:meth:`_decay` as a float, computed once per parameter set (it changes only with them)."""

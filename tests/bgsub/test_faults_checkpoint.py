@@ -110,7 +110,7 @@ def test_non_finite_or_out_of_range_arrays_are_refused(valid, tmp_path, algo, na
     ("olkn", "gain_", float("inf"), "not a finite number"),
     ("olkn", "n_frames_", 2**63, r"n_frames_ = .* is not a whole number"),
     ("svmd", "n_frames_", -1, "n_frames_ = -1 is not a whole number"),
-    ("olkn", "relearn_left_", 2**20, "relearn_left_ = 1048576 is out of range"),
+    ("olkn", "relearn_left_", 2**20, "relearn_left_ = 1048576 belongs to a feature that was removed"),
     ("oem", "n_updates_", 10**6, "n_updates_ = 1000000 is more than n_frames_"),
     ("olkn", "n_steps_", "x", "n_steps_ = 'x' is not a whole number"),
     ("norma", "blobs_", 1e400, "not a finite number")])

@@ -11,7 +11,7 @@ from bgsub.models.base import PixelKernelSubtractor
 from learners._persist import CheckpointError, read_checkpoint, write_checkpoint
 
 #: Removed options of every kernel subtractor, with a value each did not have when off.
-ON = {"blur": 1.5, "open": 3, "close": 3}
+ON = {"blur": 1.5, "open": 3, "close": 3, "relearn_fraction": 0.5, "relearn_frames": 5}
 
 
 def _frames(n=3, h=24, w=32):
@@ -60,6 +60,22 @@ def test_a_removed_value_is_refused_naming_it(tmp_path):
         type(sub).load(path)
     with pytest.raises(ValueError, match="stabilise"):
         bgsub.create("olkn", stabilise="phase")
+
+
+def test_a_removed_state_value_loads_at_its_value_when_off_and_is_refused_otherwise(tmp_path):
+    sub = bgsub.create("olkn", median=0, illumination="off")
+    sub.apply(_frames(1)[0])
+    path = sub.save(tmp_path / "m.npz")
+    meta, arrays = read_checkpoint(path)
+    rest = {k: v for k, v in meta.items() if k not in ("format", "version", "kind", "params")}
+    for left, ok in ((0, True), (3, False)):
+        rest["scalars"] = {**meta["scalars"], "relearn_left_": left}
+        write_checkpoint(path, meta["kind"], meta["params"], arrays, **rest)
+        if ok:
+            assert type(sub).load(path).n_frames_ == 1
+        else:
+            with pytest.raises(CheckpointError, match="relearn_left_ = 3 belongs to a feature that was removed"):
+                type(sub).load(path)
 
 
 def test_every_removed_option_is_gone_from_the_parameters():
