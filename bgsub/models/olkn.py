@@ -52,11 +52,6 @@ OLKN_PARAMS = (
               "quantile rule: lowest offset (threshold f < 1 + rho_min; > -1 keeps unexplained values novel)", "",
               -0.99, 0.0),
     ParamSpec("rho_max", float, 0.0, "quantile rule: highest offset", "", 0.0, 10.0),
-    ParamSpec("init_rho", str, "zero",
-              "offsets after the first-frame bootstrap (init=neighbours, quantile rule): 'zero', or 'quantile': "
-              "each pixel's rho_nu-quantile of 1 - f over its bootstrap values (leave-one-out), within "
-              "[rho_min, rho_max], so a pixel with a varied neighbourhood starts with a lower threshold", "",
-              choices=("zero", "quantile"), live=False),
     ParamSpec("adapt_update", float, 0.0,
               "per-pixel update probability (quantile rule): a pixel whose offset fell towards rho_min learns more "
               "often, p = update_prob + (1 - update_prob) * min(1, adapt_update * rho / rho_min) (0: off)", "",
@@ -148,6 +143,7 @@ class OLKNSubtractor(PixelKernelSubtractor):
     """
 
     _SPECS = OLKN_PARAMS
+    _REMOVED_PARAMS = {**PixelKernelSubtractor._REMOVED_PARAMS, "init_rho": "zero"}
     _score_offset = 1.0
     _STATE_ARRAYS = PixelKernelSubtractor._STATE_ARRAYS + ("misfit_", "width_", "texture_")
     #: 3: ``misfit_`` and ``width_`` (the per-pixel kernel widths, ``adapt_width``) joined the state;
@@ -307,9 +303,6 @@ class OLKNSubtractor(PixelKernelSubtractor):
         # the bootstrap's values are not the stream's: the widths start from a static pixel's
         self.misfit_[...] = 0.0
         self.width_[...] = p["width_min"] if self._per_pixel_width() else 1.0
-        if p["init_rho"] == "quantile" and p["rho_rule"] == "quantile":
-            fk.quantile_offsets(self.samples_, self.coef_, self.ring_, self.scale_, self.lut(), p["rho_nu"], 1.0,
-                                p["rho_min"], p["rho_max"], self.rho_, *self._kernel_args())
 
     def _decay(self) -> float:
         return float(olk_decay(self.params["r"]))

@@ -67,7 +67,7 @@ def _assert_same(exact, bounded):
     {"update_prob": 1.0, "fg_update_prob": 1.0, "diffuse_prob": 0.5, "diffuse_radius": 2},
     {"adapt_update": 1.0, "adapt_by": "blink"},
     {"r": 0.2, "width": 15.0, "C": 0.5},  # renormalises the global scale (caches rescaled)
-    {"budget": 7, "nu": 0.3, "C": 0.4, "init_rho": "quantile"},
+    {"budget": 7, "nu": 0.3, "C": 0.4},
 ])
 def test_bounded_engine_equals_the_exact_one(params):
     T = 150 if params.get("r", 0) > 0.1 else 60  # r = 0.2 renormalises the global scale at ~126 frames

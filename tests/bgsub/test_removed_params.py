@@ -78,6 +78,17 @@ def test_a_removed_state_value_loads_at_its_value_when_off_and_is_refused_otherw
                 type(sub).load(path)
 
 
+def test_olkn_init_rho_was_removed_but_norma_keeps_its_own(tmp_path):
+    sub = bgsub.create("olkn", median=0, illumination="off")
+    path = sub.save(tmp_path / "m.npz")
+    _with_params(path, init_rho="zero")
+    assert "init_rho" not in type(sub).load(path).params
+    _with_params(path, init_rho="quantile")
+    with pytest.raises(CheckpointError, match="option init_rho .*was removed"):
+        type(sub).load(path)
+    assert bgsub.create("norma", init_rho="steps").params["init_rho"] == "steps"
+
+
 def test_every_removed_option_is_gone_from_the_parameters():
     for algo in ("olkn", "norma", "svmd"):
         names = {p.name for p in bgsub.param_specs(algo)}
