@@ -56,14 +56,8 @@ COMMON_PARAMS = (
               "unconditional update; small: stopped objects are not absorbed)", "", 0.0, 1.0),
     ParamSpec("update_mask", str, "raw",
               "which mask the update policy reads: 'raw' (score > 0, one fused pass) or 'post' (after "
-              "median/morphology/min_area: isolated false detections still update, objects do not)", "",
+              "median/fill_holes/min_area: isolated false detections still update, objects do not)", "",
               choices=("raw", "post")),
-    ParamSpec("shadow_low", float, 0.0,
-              "cast-shadow suppression: a foreground pixel that is a darker copy of the background, brightness "
-              "ratio in [shadow_low, 0.95] with its colour direction kept (shadow_chroma), is output as "
-              "background (0: off)", "ratio", 0.0, 0.95),
-    ParamSpec("shadow_chroma", float, 0.1,
-              "largest colour change of a shadow pixel, relative to its brightness", "ratio", 0.0, 1.0),
     ParamSpec("diffuse_prob", float, 0.0,
               "neighbour diffusion: probability per frame that a pixel not stepping on its own value learns the "
               "value of a random neighbour classified background (ViBe/SuBSENSE spatial propagation; 0: off)",
@@ -89,8 +83,8 @@ COMMON_PARAMS = (
               0.0, 1.0),
     ParamSpec("min_area", int, 0, "remove foreground blobs smaller than this (0: off)", "pixels", 0, 100000),
     ParamSpec("fill_holes", int, 0,
-              "fill background holes smaller than this inside foreground blobs, after the median and "
-              "morphology (0: off)", "pixels", 0, 100000),
+              "fill background holes smaller than this inside foreground blobs, after the median (0: off)",
+              "pixels", 0, 100000),
     ParamSpec("seed", int, 0, "seed of the update policy's random selection", "", 0, 2**31 - 1),
     ParamSpec("process_scale", float, 1.0,
               "model the frames at this fraction of their size (bilinear); masks, scores and the "
@@ -234,7 +228,8 @@ def _set_small_components(mask: np.ndarray, background: bool, area: int, value: 
 #: Parameters that were removed, each with the value at which the code behaved as it does without it (the
 #: feature off): a checkpoint that carries one at that value loads without it, another value is refused
 #: (:meth:`PixelKernelSubtractor.without_removed_params`; subclasses add their own).
-REMOVED_PARAMS: dict[str, Any] = {"blur": 0.0, "open": 0, "close": 0, "relearn_fraction": 0.0, "relearn_frames": 10}
+REMOVED_PARAMS: dict[str, Any] = {"blur": 0.0, "open": 0, "close": 0, "relearn_fraction": 0.0, "relearn_frames": 10,
+                                  "shadow_low": 0.0, "shadow_chroma": 0.1}
 #: Values of parameters that were removed (a checkpoint that carries one is refused with a message).
 REMOVED_CHOICES: dict[str, tuple] = {"stabilise": ("phase",)}
 
@@ -651,10 +646,6 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
     def _postprocess(self, raw: np.ndarray) -> np.ndarray:
         p = self.params
         mask = raw
-        if p["shadow_low"] > 0 and self._img is not None:
-            mask = raw.copy()
-            fk.suppress_shadows(self._img, self.samples_, self.coef_, self.ring_, mask, p["shadow_low"], 0.95,
-                                p["shadow_chroma"])
         if p["median"] >= 3:
             filtered = binary_median(mask, p["median"])
             if p["median_max"] > p["median"]:

@@ -325,23 +325,3 @@ def test_binary_median_of_large_sparse_masks_filters_only_bands_and_equals_openc
     for m in masks:
         np.testing.assert_array_equal(binary_median(m, k), cv2.medianBlur(m, k))
         np.testing.assert_array_equal(binary_median(m[:, 1:], k), cv2.medianBlur(np.ascontiguousarray(m[:, 1:]), k))
-
-
-def test_shadow_suppression_clears_darker_copies_of_the_background_only():
-    rng = np.random.default_rng(3)
-    base = np.array([80.0, 120.0, 160.0])
-    frames = [np.clip(base + rng.normal(0, 2, (20, 20, 3)), 0, 255).astype(np.uint8) for _ in range(30)]
-    test = frames[-1].astype(float)
-    test[2:8, 2:8] *= 0.6  # a cast shadow: same colour, darker
-    test[12:18, 12:18] = (200, 40, 40)  # an object
-    test = np.clip(test, 0, 255).astype(np.uint8)
-    masks = {}
-    for low in (0.0, 0.5):
-        sub = bgsub.createOLKN(shadow_low=low, median=0)
-        for fr in frames:
-            sub.apply(fr)
-        masks[low] = sub.apply(test)
-        assert (sub.getRawMask()[2:8, 2:8] == 255).all()  # the model itself sees a change
-    assert (masks[0.0][2:8, 2:8] == 255).all()
-    assert (masks[0.5][2:8, 2:8] == 0).all()
-    assert (masks[0.5][12:18, 12:18] == 255).all()
