@@ -21,12 +21,12 @@ from bgsub.models import _frame_kernels as fk
 from bgsub.models.base import (COMMON_PARAMS, FEEDBACK_PARAMS, TEXTURE_PARAMS, PixelKernelSubtractor,
                                from_preset, with_defaults)
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
-from learners.steps import RHO_PRIMAL, RHO_QUANTILE, RHO_RULES, olk_decay
+from learners.steps import RHO_PAPER, RHO_QUANTILE, olk_decay
 
 __all__ = ["OLKNSubtractor", "createOLKN", "OLKN_PARAMS", "OLKN_PRESETS", "OLKN_RHO_RULES"]
 
-#: Offset rules of the subtractor: the estimator's, and the per-pixel quantile rule.
-OLKN_RHO_RULES = dict(RHO_RULES, quantile=RHO_QUANTILE)
+#: Offset rules of the subtractor: the paper's (eq. 69, the estimator's default), and the per-pixel quantile rule.
+OLKN_RHO_RULES = {"paper": RHO_PAPER, "quantile": RHO_QUANTILE}
 
 #: Which engine runs the frames (:mod:`bgsub.models._bounded_frame`).
 SCORE_MAP_PARAM = ParamSpec(
@@ -44,7 +44,7 @@ OLKN_PARAMS = (
     ParamSpec("nu", float, 0.2, "lower bound of the new term's multiplier a", "", 0.0, 10.0),
     ParamSpec("C", float, 0.4, "upper bound of the new term's multiplier a (C > nu)", "", 1e-6, 10.0),
     ParamSpec("rho_rule", str, "quantile",
-              "offset rule: 'paper' (eq. 69), 'primal' (eq. 68, every step) or 'quantile' (per-pixel nu-trick: "
+              "offset rule: 'paper' (eq. 69) or 'quantile' (per-pixel nu-trick: "
               "each pixel lets a fraction rho_nu of its own values be novel)", "", choices=tuple(OLKN_RHO_RULES)),
     ParamSpec("rho_eta", float, 0.03, "quantile rule: step of the offset per frame", "", 0.0, 1.0),
     ParamSpec("rho_nu", float, 0.05, "quantile rule: target fraction of novel values per pixel", "", 0.0, 1.0),
@@ -115,8 +115,8 @@ class OLKNSubtractor(PixelKernelSubtractor):
         Forgetting factor per frame.
     nu, C : float
         Bounds ``nu <= a <= C`` of the new term's multiplier.
-    rho_rule : {"paper", "primal", "quantile"}
-        Offset update (eq. 69, eq. 68, or the per-pixel nu-trick
+    rho_rule : {"paper", "quantile"}
+        Offset update (eq. 69, or the per-pixel nu-trick
         :func:`learners.steps.olk_n_quantile_rho` with ``rho_eta``, ``rho_nu``
         and bounds ``rho_min``, ``rho_max``).
     adapt_width, width_rate, width_min, width_max, width_blink : float
@@ -143,6 +143,7 @@ class OLKNSubtractor(PixelKernelSubtractor):
     """
 
     _SPECS = OLKN_PARAMS
+    _REMOVED_CHOICES = {**PixelKernelSubtractor._REMOVED_CHOICES, "rho_rule": ("primal",)}
     _REMOVED_PARAMS = {**PixelKernelSubtractor._REMOVED_PARAMS, "init_rho": "zero"}
     _score_offset = 1.0
     _STATE_ARRAYS = PixelKernelSubtractor._STATE_ARRAYS + ("misfit_", "width_", "texture_")
@@ -237,13 +238,12 @@ class OLKNSubtractor(PixelKernelSubtractor):
             self._ref_mass *= np.float32(factor)
 
     def _bounded(self) -> bool:
-        """Whether frames run :func:`bf.olkn_frame_bounded` (``score_map="bounded"``; not under eq. 68, whose
-        offset reads ``f`` after every step, nor with per-pixel kernel widths, whose Lipschitz slopes differ
+        """Whether frames run :func:`bf.olkn_frame_bounded` (``score_map="bounded"``; not with per-pixel kernel
+        widths, whose Lipschitz slopes differ
         from pixel to pixel and change every frame, nor with texture features, which its bound does not
         cover)."""
         p = self.params
-        return (p["score_map"] == "bounded" and OLKN_RHO_RULES[p["rho_rule"]] != RHO_PRIMAL
-                and not self._per_pixel_width() and not self._texture_on())
+        return p["score_map"] == "bounded" and not self._per_pixel_width() and not self._texture_on()
 
     def _frame_kernels(self):
         if self._fused():
@@ -274,11 +274,10 @@ class OLKNSubtractor(PixelKernelSubtractor):
 
     def _early_stop(self) -> bool:
         """Whether the exact engine's textured sums may stop once they decide (``score_map="bounded"`` with
-        texture features at the table's width, not under eq. 68, whose offset reads the full ``f``):
+        texture features at the table's width):
         decisions and model as with full sums, score maps exact in sign only (:func:`fk.olkn_frame`)."""
         p = self.params
-        return (p["score_map"] == "bounded" and self._texture_on() and not self._per_pixel_width()
-                and OLKN_RHO_RULES[p["rho_rule"]] != RHO_PRIMAL)
+        return p["score_map"] == "bounded" and self._texture_on() and not self._per_pixel_width()
 
     def _update(self, img, mask, p_bg, p_fg, p_diff):
         p = self.params

@@ -52,7 +52,6 @@ def _assert_same(algo, frames, state=STATE, **params):
     {},
     {"score_map": "exact"},
     {"rho_rule": "paper"},
-    {"rho_rule": "primal"},
     {"blink_gain": 0.5, "blink_up": 0.3},
     {"budget": 7, "init_radius": 16, "seed": 5},
     {"stabilise": "off", "warmup_frames": 0},

@@ -52,8 +52,7 @@ def _scalar_olkn(series, B, width, r, nu, C, rule):
     return np.array(scores, np.float32)
 
 
-@pytest.mark.parametrize("rule,r,update_mask", [("paper", 0.001, "raw"), ("primal", 0.001, "raw"),
-                                               ("paper", 0.2, "raw"), ("primal", 0.2, "post")])
+@pytest.mark.parametrize("rule,r,update_mask", [("paper", 0.001, "raw"), ("paper", 0.2, "raw"), ("paper", 0.2, "post")])
 def test_olkn_pixel_equals_scalar_step(rule, r, update_mask):
     # r = 0.2 renormalises the global scale (at ~126 frames)
     frames = _stream()

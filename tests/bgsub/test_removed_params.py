@@ -90,6 +90,15 @@ def test_olkn_init_rho_was_removed_but_norma_keeps_its_own(tmp_path):
     assert bgsub.create("norma", init_rho="steps").params["init_rho"] == "steps"
 
 
+def test_olkn_primal_offset_rule_was_removed(tmp_path):
+    sub = bgsub.create("olkn", median=0, illumination="off")
+    path = sub.save(tmp_path / "m.npz")
+    _with_params(path, rho_rule="primal")
+    with pytest.raises(CheckpointError, match="option rho_rule='primal' was removed; its other values are 'paper', "
+                                              "'quantile'"):
+        type(sub).load(path)
+
+
 def test_every_removed_option_is_gone_from_the_parameters():
     for algo in ("olkn", "norma", "svmd"):
         names = {p.name for p in bgsub.param_specs(algo)}

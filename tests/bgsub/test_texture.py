@@ -332,9 +332,10 @@ def test_textured_sums_that_stop_once_decided_leave_the_full_sums_model(extra):
     assert differed > 0  # the sums did stop early
 
 
-def test_textured_sums_run_in_full_where_the_offset_reads_them():
+def test_textured_sums_stop_early_only_under_the_bounded_score_map():
     from bgsub.models.olkn import createOLKN
 
-    assert not createOLKN(preset="accurate", rho_rule="primal")._early_stop()
+    assert createOLKN(preset="accurate")._early_stop()
+    assert not createOLKN(preset="accurate", score_map="exact")._early_stop()
     assert not createOLKN(preset="accurate", width_blink=1.0)._early_stop()
     assert not createOLKN()._early_stop()  # no texture: the bounded engine
