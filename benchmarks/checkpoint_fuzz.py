@@ -356,14 +356,16 @@ def fuzz(name: str, cases: int, seed: int, timeout: float) -> dict:
         current = None
         ready_by = time.monotonic() + 1800  # the first compile of the kernels may take minutes
         while True:
-            limit = ready_by if declared is None else time.monotonic() + timeout
+            # a case has ``timeout`` seconds; between cases (writing the next mutant) a loaded machine may pause
+            limit = ready_by if declared is None else time.monotonic() + (timeout if current is not None else 120)
             ready, _, _ = select.select([proc.stdout], [], [], max(0.0, limit - time.monotonic()))
             line = proc.stdout.readline() if ready else None
             if line is None:  # no answer in time: the current case hangs
                 proc.kill()
                 proc.wait()
-                if current is None:
+                if declared is None:
                     raise RuntimeError(f"the {name} worker did not start")
+                current = i if current is None else current
                 counts["hang"] += 1
                 failures.append(f"case {current}: hang")
                 i = current + 1

@@ -180,8 +180,8 @@ def _upgraded_params(path, sub, algo: str, params: dict, saved_layout: int, arra
 
 def _declared_layout(path, meta: dict, declared: dict) -> None:
     """Refuse, before any array is read, a checkpoint whose declared arrays are not the model's: each must be a
-    state array of the algorithm, of its type, holding what the model holds per pixel times the frame size;
-    and the whole model must fit in memory."""
+    state array of the algorithm, of the type and shape the model has at the declared frame size; and the
+    whole model must fit in memory."""
     from learners._persist import _gib, memory_limit
 
     algo, params, saved_layout = _checked_meta(path, meta)
@@ -195,31 +195,38 @@ def _declared_layout(path, meta: dict, declared: dict) -> None:
             raise CheckpointError(f"{path}: state arrays without a frame size")
         return
     H, W, C = size
+    # one pixel's state, and a 3x2 frame's: which axes follow the frame's height and width, and what the
+    # model holds per pixel (every array holds H * W times as much)
     probe, _ = _create(path, algo, params)
-    probe._allocate(1, 1, C)  # one pixel's state: every array holds H * W times as much
-    per_pixel = {name: getattr(probe, name) for name in array_names if getattr(probe, name, None) is not None}
-    model = sum(a.nbytes for a in per_pixel.values()) * H * W
+    probe._allocate(1, 1, C)
+    one = {name: getattr(probe, name) for name in array_names if getattr(probe, name, None) is not None}
+    probe._allocate(2, 3, C)
+    expected = {name: (a.dtype, tuple(H if (x, y) == (1, 2) else W if (x, y) == (1, 3) else x
+                                      for x, y in zip(a.shape, getattr(probe, name).shape)))
+                for name, a in one.items()}
+    model = sum(a.nbytes for a in one.values()) * H * W
     if model > memory_limit():
         raise CheckpointError(f"{path}: a {algo} model of {W}x{H} pixels needs {_gib(model)} of memory, more than "
                               f"this machine can hold ({_gib(memory_limit())})")
+    removed = getattr(type(sub), "_REMOVED_ARRAYS", ())  # per-pixel float32 state of features removed since
     for name, (dtype, shape) in declared.items():
+        if name in removed:
+            if dtype != np.dtype(np.float32) or tuple(shape) != (H, W):
+                raise CheckpointError(f"{path}: state {name!r} is declared {dtype.str}{list(shape)}, not float32 "
+                                      f"[{H}, {W}]")
+            continue  # read, not restored
         if name not in array_names:
             raise CheckpointError(f"{path}: {name!r:.80} is not a state array of {algo}; its arrays are "
                                   f"{', '.join(array_names)}")
-        one = per_pixel.get(name)
-        if name == "stabilise_reference_":  # the stabiliser's grey reference
-            dtypes, ndim, count = (np.dtype(np.uint8),), 2, 1
-        elif one is None:
+        if name == "stabilise_reference_":  # the stabiliser's grey reference: uint8 ("match") or float32 ("phase")
+            dtypes, want = (np.dtype(np.uint8), np.dtype(np.float32)), (H, W)
+        elif name not in expected:
             raise CheckpointError(f"{path}: state {name!r} is saved, but {algo} with these parameters has none")
         else:
-            dtypes, ndim, count = (one.dtype,), one.ndim, one.size
-        n = 1
-        for v in shape:
-            n *= v
-        if dtype not in dtypes or len(shape) != ndim or n != count * H * W:
-            raise CheckpointError(f"{path}: state {name!r} is declared {dtype.str}{list(shape)}, but {algo} with "
-                                  f"these parameters at {W}x{H}x{C} holds {count * H * W} values of "
-                                  f"{' or '.join(d.name for d in dtypes)} in {ndim} dimensions")
+            dtypes, want = (expected[name][0],), expected[name][1]
+        if dtype not in dtypes or shape != want:
+            raise CheckpointError(f"{path}: state {name!r} is {dtype.name}{list(shape)}, but {algo} with these "
+                                  f"parameters at {W}x{H}x{C} needs {' or '.join(d.name for d in dtypes)}{list(want)}")
 
 
 def _restore_scalars(path, sub, algo: str, scalars: dict, scalar_names: tuple[str, ...], upgraded: bool) -> None:

@@ -156,7 +156,7 @@ def test_object_arrays_are_never_loaded(tmp_path):
     buf = io.BytesIO()
     np.savez(buf, meta=np.array([{"x": 1}], dtype=object), checksum=np.array("0"))
     (tmp_path / "pickle.npz").write_bytes(buf.getvalue())
-    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+    with pytest.raises(CheckpointError, match=r"entry 'meta.npy' holds \|O values.*\(no objects\)"):
         bgsub.load(tmp_path / "pickle.npz")
 
 
