@@ -22,7 +22,6 @@ SETTINGS = {
     "olkn (defaults)": {},
     "olkn before issue 13": dict(rho_rule="paper", diffuse_prob=0.0, init_radius=1),
     "olkn blink_gain=0.5": dict(blink_gain=0.5),
-    "olkn match_radius=1": dict(match_radius=1),
     "olkn fill_holes=300": dict(fill_holes=300),
 }
 

@@ -257,41 +257,9 @@ def _emit_where(ok, sc, blink, prev, post, i, j, gain, up, down, score, mask):
     return fg
 
 
-@njit(cache=True, inline="always")
-def _neighbour_match(x, sc, samples, coef, ring, rho, sb, cb, rb, B, nc, H, W, i, j, p, scale, lut, offset, radius,
-                     tries, seed, frame_no, per_pixel, widths, texture):
-    """Spatial tolerance: the score of ``x`` lowered to the best of ``tries`` neighbours' models.
-
-    Neighbours are drawn uniformly (counter-based hash) from the ``(2 radius + 1)^2``
-    square; neighbour ``q`` scores ``offset + rho_q - f_q(x)``. Stops at the first
-    neighbour that explains ``x`` (score <= 0). Reads only state this frame's pass
-    does not write, so the result does not depend on the thread schedule.
-    """
-    side = 2 * radius + 1
-    for t in range(tries):
-        k = _hash24(seed + 31337 + 7 * t, frame_no, p) % (side * side - 1)
-        if k >= (side * side) // 2:
-            k += 1  # skip the centre
-        ii = min(max(i + k // side - radius, 0), H - 1)
-        jj = min(max(j + k % side - radius, 0), W - 1)
-        q = ii * W + jj
-        if q == p:
-            continue
-        kind, sw = _kernel(per_pixel, widths, ii, jj)
-        total, _ = _sum_at(x, _mat(samples, sb, q, B, nc), _vec(coef, cb, q, B), _vec(ring, rb, q, 2), kind, sw,
-                           lut, texture, p, q)
-        s = offset + rho[ii, jj] - scale * total
-        if s < sc:
-            sc = s
-            if sc <= 0.0:
-                break
-    return sc
-
-
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_out, oldest_out, mask, own, blink,
-                prev, post, gain, up, down, match_radius, match_tries, seed, frame_no, per_pixel, widths,
-                tlam, tframe, tsamples, tinter, tpattern, tthr):
+                prev, post, gain, up, down, per_pixel, widths, tlam, tframe, tsamples, tinter, tpattern, tthr):
     """Evaluate every pixel's expansion at the new frame (no learning: the state is read only).
 
     Parameters
@@ -312,14 +280,11 @@ def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_ou
         Output: 255 where ``score > 0``, else 0.
     own : uint8 (H, W)
         Output: the pixel's own decision, 255 where ``offset + rho - f > 0`` (without the blink
-        feedback and neighbour matching, which change only the output: the update policy reads this).
+        feedback, which changes only the output: the update policy reads this).
     blink : float32 (H, W)
         Blinking accumulators: lower the decision level by ``gain`` (0: off) and, with
         ``up``/``down`` > 0, move by the flips against ``prev`` (the previous raw mask)
         outside ``post`` (the previous output mask), see :func:`_emit`.
-    match_radius, match_tries, seed, frame_no
-        Neighbour matching (:func:`_neighbour_match`; radius 0: off): a foreground pixel
-        whose value a neighbour's model explains is background.
     per_pixel, widths : bool, float32 (H, W)
         Per-pixel kernel widths (:func:`_kernel`; False: the table as it is, ``widths`` unread).
     tlam, tframe, tsamples, tinter, tpattern, tthr : float, uint16 (H, W, C), uint16 (H, W, B, C), bool,
@@ -340,10 +305,6 @@ def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_ou
             level = offset + rho[i, j]
             own[i, j] = 255 if level - f > 0.0 else 0
             sc = _level(level, blink, i, j, gain) - f
-            if sc > 0.0 and match_radius > 0:
-                sc = _neighbour_match(x, sc, samples, coef, ring, rho, sb, cb, rb, B, nc, H, W, i, j, p, scale, lut,
-                                      offset, match_radius, match_tries, seed, frame_no, per_pixel, widths,
-                                      texture)
             _emit(sc, blink, prev, post, i, j, gain, up, down, score, mask)
 
 

@@ -99,11 +99,6 @@ FEEDBACK_PARAMS = (
               "", 0.0, 0.95),
     ParamSpec("blink_up", float, 0.2, "rise of the blink accumulator v when the decision flips", "", 0.0, 1.0),
     ParamSpec("blink_down", float, 0.02, "fall of the blink accumulator v on a steady frame", "", 0.0, 1.0),
-    ParamSpec("match_radius", int, 0,
-              "neighbour matching (spatial tolerance against camera jitter): a foreground pixel whose value one "
-              "of match_tries random neighbours' models explains, within a (2r+1)x(2r+1) square, is background "
-              "(0: off; needs a second pass per frame)", "pixels", 0, 3),
-    ParamSpec("match_tries", int, 8, "neighbour models tried by neighbour matching", "", 1, 48),
 )
 
 #: Texture features (olkn and norma): LBSP descriptors in a product kernel with colour
@@ -229,7 +224,7 @@ def _set_small_components(mask: np.ndarray, background: bool, area: int, value: 
 #: feature off): a checkpoint that carries one at that value loads without it, another value is refused
 #: (:meth:`PixelKernelSubtractor.without_removed_params`; subclasses add their own).
 REMOVED_PARAMS: dict[str, Any] = {"blur": 0.0, "open": 0, "close": 0, "relearn_fraction": 0.0, "relearn_frames": 10,
-                                  "shadow_low": 0.0, "shadow_chroma": 0.1}
+                                  "shadow_low": 0.0, "shadow_chroma": 0.1, "match_radius": 0, "match_tries": 8}
 #: Values of parameters that were removed (a checkpoint that carries one is refused with a message).
 REMOVED_CHOICES: dict[str, tuple] = {"stabilise": ("phase",)}
 
@@ -705,7 +700,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
                 # Diffusion reads the previous frame's raw mask (other rows are being written).
                 self._frame(img, p_bg, p_fg, p_diff, self._rawmask, self.prev_mask_)
             else:
-                # two passes: neighbour matching reads other pixels' models, which must not move meanwhile
+                # two passes: the update reads the post-processed mask
                 self._score_pass(img, learn=True)
                 if self.params["update_mask"] == "raw":
                     self._update(img, self._own, p_bg, p_fg, p_diff)
@@ -742,13 +737,11 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         return self.post_mask_, gain, p.get("blink_up", 0.0), p.get("blink_down", 0.0)
 
     def _score_pass(self, img: np.ndarray, learn: bool) -> None:
-        """Score ``img`` without learning (:func:`fk.score_frame`), with the blink feedback and neighbour
-        matching; ``learn`` moves the blink accumulators."""
-        p = self.params
+        """Score ``img`` without learning (:func:`fk.score_frame`), with the blink feedback; ``learn`` moves the
+        blink accumulators."""
         fk.score_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
                        self._score_offset, self._score, self._f, self._oldest, self._rawmask, self._own, self.blink_,
-                       self.prev_mask_, *self._blink_args(learn), p.get("match_radius", 0), p.get("match_tries", 1),
-                       p["seed"], self.n_frames_, *self._kernel_args())
+                       self.prev_mask_, *self._blink_args(learn), *self._kernel_args())
 
     def _width_args(self) -> tuple:
         """``(per_pixel, widths)`` of the frame kernels' per-pixel kernel widths (:func:`fk._kernel`): none by
@@ -956,7 +949,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
 
     def _fused(self) -> bool:
         """Whether a learning frame is one pass (:meth:`_frame`) rather than a score pass and an update pass."""
-        return self.params["update_mask"] == "raw" and self.params.get("match_radius", 0) == 0
+        return self.params["update_mask"] == "raw"
 
     def _frame_kernels(self) -> tuple:
         """The jitted functions the next frames run with the current parameters (the large ones, whose

@@ -12,7 +12,7 @@ from learners._persist import CheckpointError, read_checkpoint, write_checkpoint
 
 #: Removed options of every kernel subtractor, with a value each did not have when off.
 ON = {"blur": 1.5, "open": 3, "close": 3, "relearn_fraction": 0.5, "relearn_frames": 5, "shadow_low": 0.5,
-      "shadow_chroma": 0.2}
+      "shadow_chroma": 0.2, "match_radius": 1, "match_tries": 4}
 
 
 def _frames(n=3, h=24, w=32):

@@ -133,7 +133,7 @@ def _highway(n, size=(80, 60)):
 
 @pytest.mark.parametrize("algo, extra", [
     ("olkn", {"score_map": "exact"}), ("olkn", {"score_map": "exact", "update_mask": "post"}),
-    ("olkn", {"score_map": "exact", "match_radius": 1}), ("norma", {}), ("norma", {"init_rho": "steps"}),
+    ("norma", {}), ("norma", {"init_rho": "steps"}),
     ("norma", {"diffuse_prob": 0.2, "update_mask": "raw"})])
 def test_zero_texture_weight_gives_the_colour_engine(algo, extra):
     """A vanishing weight (every table index rounds to the colour one) through the texture code path, which
