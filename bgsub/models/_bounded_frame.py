@@ -35,7 +35,7 @@ sign, so ``score > 0`` is still the raw mask). Callers that need exact scores
 
 The offset rules supported are those whose step needs only the saturation of
 ``a`` (``quantile`` and ``paper``: eq. 69 leaves ``rho`` alone at a saturated
-``a``); eq. 68 (``primal``) reads ``f_{t+1}`` and runs the full engine.
+``a``), which are all the subtractor has.
 
 This module imports only numpy, numba, the learners' jitted core and the frame
 loops' helpers.
@@ -44,7 +44,7 @@ loops' helpers.
 import numpy as np
 from numba import njit, prange
 
-from bgsub.models._frame_kernels import (_adaptive_prob, _diffuses, _diffusion_draw, _diffusion_neighbour,
+from bgsub.models._frame_kernels import (_diffuses, _diffusion_draw, _diffusion_neighbour,
                                          _diffusion_source, _emit_where, _expansion_layout, _expansion_views, _hash24,
                                          _level, _olk_n_update, _selected, _selected_drawn, _vec)
 from bgsub.models._prefetch import prefetch_state
@@ -222,7 +222,7 @@ def _tag(flag, selected, lo, hi, a_hi, a_lo, p_diff, radius, diffusion_draw):
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo,
-                       rho_hi, adapt, by_blink, p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask,
+                       rho_hi, p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask,
                        stepped, blink, post, gain, up, down, ref, ref_sum, ref_mass, slope, refresh_all, filling,
                        summed):
     """:func:`bgsub.models._frame_kernels.olkn_frame` with sums only where a bound does not decide.
@@ -287,18 +287,16 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
         # deferred work: each pixel's tag (selects: no branch to mispredict on the policy's draws), then the list
         tags = np.empty(W, np.int32)
         ends = np.empty(W)  # a step's f in its saturated range (the bound's end)
-        if adapt <= 0.0 and not filling:  # every buffer full, one update probability: no count to read (1.2 ms
-            for j in range(W):  # less at 1280x720 than the loop below)
+        if not filling:  # every buffer full: no count to read (1.2 ms less at 1280x720 than the loop below)
+            for j in range(W):
                 fl = np.int32(flags[j])
                 selected = _selected_drawn((fl & 2) != 0, B, B, p_bg, p_fg, draws[0, j])
                 tags[j], ends[j] = _tag(fl, selected, bounds[0, j], bounds[1, j], a_hi, a_lo, p_diff, radius,
                                         draws[1, j])
-        else:  # buffers filling, or the adaptive update probability (_adaptive_prob)
+        else:  # buffers filling
             for j in range(W):
                 fl = np.int32(flags[j])
-                selected = _selected_drawn((fl & 2) != 0, ring[i, j, 1], B,
-                                           _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho[i, j], rho_lo), p_fg,
-                                           draws[0, j])
+                selected = _selected_drawn((fl & 2) != 0, ring[i, j, 1], B, p_bg, p_fg, draws[0, j])
                 tags[j], ends[j] = _tag(fl, selected, bounds[0, j], bounds[1, j], a_hi, a_lo, p_diff, radius,
                                         draws[1, j])
         todo = np.empty(W, np.int32)
@@ -330,8 +328,7 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
                 out_level = _level(level, blink, i, j, gain)
                 rho0, fg = _decide(f, f, f, rho0, level, out_level, rho, blink, nbr_mask, post, i, j, gain, up, down,
                                    score, mask, quantile, rho_eta, rho_nu, rho_lo, rho_hi)
-                if _selected(fg, rg[1], B, _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho0, rho_lo), p_fg,
-                             seed, frame_no, p):
+                if _selected(fg, rg[1], B, p_bg, p_fg, seed, frame_no, p):
                     rho[i, j] = _tracked_step(x, f, oldest, sv, cf, rg, xr, ref_sum, ref_mass, i, j, B, lut,
                                               scale, r, nu, C, rho0, rho_rule)
                     n += 1

@@ -374,28 +374,6 @@ def background_image(samples, coef, ring, out):
 
 
 @njit(cache=True, inline="always")
-def _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho, rho_lo):
-    """Per-pixel background update probability (SuBSENSE's adaptive T(x)).
-
-    A pixel of a dynamic background learns more often:
-    ``p = p_bg + (1 - p_bg) * min(1, adapt * s)``, where the drive ``s`` is how far
-    the pixel's quantile offset fell towards ``rho_lo`` (``rho / rho_lo``), or, with
-    ``by_blink``, its blink accumulator ``v``. ``adapt = 0`` leaves ``p_bg``.
-    """
-    if adapt <= 0.0:
-        return p_bg
-    if by_blink:
-        w = adapt * np.float64(blink[i, j])
-    elif rho >= 0.0 or rho_lo >= 0.0:
-        return p_bg
-    else:
-        w = adapt * rho / rho_lo
-    if w > 1.0:
-        w = 1.0
-    return p_bg + np.int64((PROB_ONE - p_bg) * w)
-
-
-@njit(cache=True, inline="always")
 def _diffusion_source(nbr_mask, i, j, H, W, radius, p_diff, seed, frame_no, index):
     """Flat index of the neighbour whose value pixel ``(i, j)`` learns this frame, or -1.
 
@@ -491,7 +469,7 @@ def _norma_step(selected, x, f, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lu
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi,
-               adapt, by_blink, p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask, stepped, blink, post,
+               p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask, stepped, blink, post,
                gain, up, down, widths, misfit, per_pixel, w_gain, w_rate, w_blink, w_lo, w_hi,
                tlam, tframe, tsamples, tinter, tpattern, tthr, early):
     """One OLK_N frame in one pass: score every pixel, then step the selected ones.
@@ -503,9 +481,7 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
     :func:`learners.steps.olk_n_quantile_rho` at every frame. A pixel the policy
     does not select may learn a neighbour's value instead (:func:`_diffusion_source`,
     ``nbr_mask`` = the previous frame's raw mask). ``stepped[i]`` receives the
-    number of pixels of row ``i`` that stepped. ``adapt > 0`` raises the background
-    update probability of pixels whose offset dropped, or (``by_blink``) whose decisions
-    blink (:func:`_adaptive_prob`).
+    number of pixels of row ``i`` that stepped.
     ``gain > 0`` lowers the decision level of blinking pixels (``blink``, moved by
     ``up``/``down`` against ``nbr_mask``, as in :func:`score_frame`).
     ``per_pixel`` gives every pixel its own kernel width: the table read at the factor
@@ -541,8 +517,7 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
             if rho_rule == RHO_QUANTILE:
                 rho0 = olk_n_quantile_rho(f, rho0, rho_eta, rho_nu, rho_lo, rho_hi)
                 rho[i, j] = rho0
-            sel = _selected(fg, rg[1], B, _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho0, rho_lo), p_fg, seed,
-                            frame_no, p)
+            sel = _selected(fg, rg[1], B, p_bg, p_fg, seed, frame_no, p)
             done, new_rho = _olkn_step(sel, x, f, oldest, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, r,
                                        nu, C, rho0, rho_rule, p_diff, radius, seed, frame_no, kind, sw, texture)
             if done:
@@ -626,7 +601,7 @@ def olkn_bootstrap(frame, dy, dx, samples, coef, ring, rho, scales, lut, r, nu, 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo,
-                      rho_hi, adapt, by_blink, f_in, oldest_in, mask, p_bg, p_fg, p_diff, radius, seed, frame_no,
+                      rho_hi, f_in, oldest_in, mask, p_bg, p_fg, p_diff, radius, seed, frame_no,
                       stepped, blink, widths, misfit, per_pixel, w_gain, w_rate, w_blink, w_lo, w_hi,
                       tlam, tframe, tsamples, tinter, tpattern, tthr):
     """OLK_N update at the pixels selected by an external ``mask`` (second pass after :func:`score_frame`).
@@ -652,8 +627,7 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho
             if rho_rule == RHO_QUANTILE:
                 rho0 = olk_n_quantile_rho(f_in[i, j], rho0, rho_eta, rho_nu, rho_lo, rho_hi)
                 rho[i, j] = rho0
-            sel = _selected(mask[i, j] != 0, rg[1], B, _adaptive_prob(p_bg, adapt, by_blink, blink, i, j, rho0, rho_lo),
-                            p_fg, seed, frame_no, p)
+            sel = _selected(mask[i, j] != 0, rg[1], B, p_bg, p_fg, seed, frame_no, p)
             done, new_rho = _olkn_step(sel, _vec(frame, fb, p, nc), f_in[i, j], oldest_in[i, j], frame, fb, nc, mask,
                                        i, j, p, sv, cf, rg, lut, scale, r, nu, C, rho0, rho_rule, p_diff, radius,
                                        seed, frame_no, kind, sw, texture)

@@ -52,14 +52,6 @@ OLKN_PARAMS = (
               "quantile rule: lowest offset (threshold f < 1 + rho_min; > -1 keeps unexplained values novel)", "",
               -0.99, 0.0),
     ParamSpec("rho_max", float, 0.0, "quantile rule: highest offset", "", 0.0, 10.0),
-    ParamSpec("adapt_update", float, 0.0,
-              "per-pixel update probability (quantile rule): a pixel whose offset fell towards rho_min learns more "
-              "often, p = update_prob + (1 - update_prob) * min(1, adapt_update * rho / rho_min) (0: off)", "",
-              0.0, 10.0),
-    ParamSpec("adapt_by", str, "offset",
-              "what drives adapt_update: 'offset' (how far rho fell towards rho_min) or 'blink' (the blink "
-              "accumulator v of blink_gain's feedback, which moves only while blink_gain > 0)", "",
-              choices=("offset", "blink")),
     ParamSpec("adapt_width", float, 0.0,
               "per-pixel kernel width (SuBSENSE's R(x)): pixel x's width becomes s(x) * width, s = width_min + "
               "adapt_width * m + width_blink * v within [width_min, width_max], where m is the moving average of "
@@ -144,7 +136,8 @@ class OLKNSubtractor(PixelKernelSubtractor):
 
     _SPECS = OLKN_PARAMS
     _REMOVED_CHOICES = {**PixelKernelSubtractor._REMOVED_CHOICES, "rho_rule": ("primal",)}
-    _REMOVED_PARAMS = {**PixelKernelSubtractor._REMOVED_PARAMS, "init_rho": "zero"}
+    _REMOVED_PARAMS = {**PixelKernelSubtractor._REMOVED_PARAMS, "init_rho": "zero", "adapt_update": 0.0,
+                       "adapt_by": "offset"}
     _score_offset = 1.0
     _STATE_ARRAYS = PixelKernelSubtractor._STATE_ARRAYS + ("misfit_", "width_", "texture_")
     #: 3: ``misfit_`` and ``width_`` (the per-pixel kernel widths, ``adapt_width``) joined the state;
@@ -195,8 +188,7 @@ class OLKNSubtractor(PixelKernelSubtractor):
 
     def _rho_args(self):
         p = self.params
-        return (OLKN_RHO_RULES[p["rho_rule"]], p["rho_eta"], p["rho_nu"], p["rho_min"], p["rho_max"],
-                p["adapt_update"], p["adapt_by"] == "blink")
+        return OLKN_RHO_RULES[p["rho_rule"]], p["rho_eta"], p["rho_nu"], p["rho_min"], p["rho_max"]
 
     def _per_pixel_width(self) -> bool:
         """Whether every pixel has its own kernel width (``adapt_width`` or ``width_blink`` > 0)."""
@@ -293,7 +285,7 @@ class OLKNSubtractor(PixelKernelSubtractor):
     def _bootstrap_pixelwise(self, img, dy, dx, scales, scratch):
         p = self.params
         fk.olkn_bootstrap(img, dy, dx, self.samples_, self.coef_, self.ring_, self.rho_, scales, self.lut(), p["r"],
-                          p["nu"], p["C"], *self._rho_args()[:5], self._score, scratch, self.blink_,
+                          p["nu"], p["C"], *self._rho_args(), self._score, scratch, self.blink_,
                           *self._blink_args())
         self._cache_valid = False  # the bounded engine's cache was not kept: the next frame sums in full
 

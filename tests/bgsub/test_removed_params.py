@@ -90,6 +90,17 @@ def test_olkn_init_rho_was_removed_but_norma_keeps_its_own(tmp_path):
     assert bgsub.create("norma", init_rho="steps").params["init_rho"] == "steps"
 
 
+@pytest.mark.parametrize("name, value", [("adapt_update", 1.0), ("adapt_by", "blink")])
+def test_olkn_adaptive_update_probability_was_removed(tmp_path, name, value):
+    sub = bgsub.create("olkn", median=0, illumination="off")
+    path = sub.save(tmp_path / "m.npz")
+    _with_params(path, adapt_update=0.0, adapt_by="offset")
+    assert type(sub).load(path).params == sub.params
+    _with_params(path, **{name: value})
+    with pytest.raises(CheckpointError, match=f"option {name} .*was removed"):
+        type(sub).load(path)
+
+
 def test_olkn_primal_offset_rule_was_removed(tmp_path):
     sub = bgsub.create("olkn", median=0, illumination="off")
     path = sub.save(tmp_path / "m.npz")
