@@ -47,12 +47,12 @@ import numpy as np
 from numba import carray, njit, prange, types
 from numba.extending import intrinsic
 
-from learners.expansion import (expansion_nearest, expansion_newest, expansion_push, expansion_sum,
+from learners.expansion import (expansion_newest, expansion_push, expansion_sum,
                                 expansion_sum_inter_texture, expansion_sum_inter_texture_until, expansion_sum_texture,
                                 expansion_sum_texture_until)
-from learners.kernels import GAUSSIAN_LUT, GAUSSIAN_LUT_SCALED, lut_value
-from learners.steps import (RHO_QUANTILE, blink_accumulate, feedback_level, misfit_average, norma_novelty_update,
-                            olk_n_quantile_rho, olk_n_update, width_factor)
+from learners.kernels import GAUSSIAN_LUT
+from learners.steps import (RHO_QUANTILE, blink_accumulate, feedback_level, norma_novelty_update, olk_n_quantile_rho,
+                            olk_n_update)
 
 #: Probabilities are compared with 24-bit hashes.
 PROB_ONE = 1 << 24
@@ -117,26 +117,14 @@ def _hash24(seed, frame_no, index):
 
 
 @njit(cache=True, inline="always")
-def _kernel(per_pixel, widths, i, j):
-    """Kernel id and width argument of pixel ``(i, j)``'s expansion: the table as it is, or, with
-    ``per_pixel`` (olkn's ``adapt_width``), the table read at the pixel's width factor ``widths[i, j]``
-    (:func:`learners.kernels.scaled_lut_value`)."""
-    if per_pixel:
-        return GAUSSIAN_LUT_SCALED, np.float64(widths[i, j])
-    return GAUSSIAN_LUT, 0.0
-
-
-@njit(cache=True, inline="always")
-def _sum_at(x, sv, cf, rg, kind, sw, lut, texture, value_at, model_at):
+def _sum_at(x, sv, cf, rg, lut, texture, value_at, model_at):
     """Unscaled sum and evicted share (:func:`learners.expansion.expansion_sum`) of the value ``x`` of the
     frame's pixel ``value_at`` (flat index) under pixel ``model_at``'s expansion ``sv, cf, rg``, kernel
-    ``kind, sw`` (:func:`_kernel`).
 
     ``texture = (lam, descriptors, sample_descriptors, inter, patterns, thresholds)`` (olkn's ``texture``;
     ``lam = 0``: off, the rest unread): with ``lam > 0`` the kernel is the product of colour and texture,
     :func:`learners.expansion.expansion_sum_texture` over the frame's descriptor at ``value_at``
-    (uint16 (H, W, C)) and ``model_at``'s sample descriptors (uint16 (H, W, B, C)), at the pixel's width
-    factor when ``kind`` is the scaled table; with ``inter``,
+    (uint16 (H, W, C)) and ``model_at``'s sample descriptors (uint16 (H, W, B, C)); with ``inter``,
     :func:`learners.expansion.expansion_sum_inter_texture` over the frame's pattern points at ``value_at``
     (uint8 (H, W, C, 16)), each sample's descriptor recomputed around the sample's centre."""
     lam = texture[0]
@@ -145,14 +133,13 @@ def _sum_at(x, sv, cf, rg, kind, sw, lut, texture, value_at, model_at):
         tsamples = texture[2]
         nc = tframe.shape[2]
         tsv = _mat(tsamples, tsamples.ctypes.data, model_at, sv.shape[0], nc)
-        factor = sw if kind == GAUSSIAN_LUT_SCALED else 1.0
         if texture[3]:
             tpattern = texture[4]
             pat = _mat(tpattern, tpattern.ctypes.data, value_at, nc, 16)
-            return expansion_sum_inter_texture(x, pat, sv, tsv, cf, rg, texture[5], lam, factor, lut)
+            return expansion_sum_inter_texture(x, pat, sv, tsv, cf, rg, texture[5], lam, 1.0, lut)
         tx = _vec(tframe, tframe.ctypes.data, value_at, nc)
-        return expansion_sum_texture(x, tx, sv, tsv, cf, rg, lam, factor, lut)
-    return expansion_sum(x, sv, cf, rg, kind, sw, 0.0, 0.0, lut)
+        return expansion_sum_texture(x, tx, sv, tsv, cf, rg, lam, 1.0, lut)
+    return expansion_sum(x, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
 
 
 @njit(cache=True, inline="always")
@@ -171,12 +158,12 @@ def _store_texture(texture, value_at, model_at, rg, B):
 
 
 @njit(cache=True, inline="always")
-def _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale, kind, sw, texture):
+def _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale, texture):
     """Pixel ``p``'s value ``x``, its expansion's views ``sv, cf, rg``, ``f = f_t(x)`` and the true share
-    of the term a full buffer evicts (kernel ``kind, sw`` from :func:`_kernel`, ``texture``: :func:`_sum_at`)."""
+    of the term a full buffer evicts (``texture``: :func:`_sum_at`)."""
     x = _vec(frame, fb, p, nc)
     sv, cf, rg = _expansion_views(samples, coef, ring, sb, cb, rb, p, B, nc)
-    total, oldest = _sum_at(x, sv, cf, rg, kind, sw, lut, texture, p, p)
+    total, oldest = _sum_at(x, sv, cf, rg, lut, texture, p, p)
     return x, sv, cf, rg, scale * total, scale * oldest
 
 
@@ -206,24 +193,8 @@ def _textured_sum_until(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lu
                                                      1.0, lut, scale, limit)
     if stopped:
         return x, sv, cf, rg, scale * total, 0.0, True
-    t, oldest = _sum_at(x, sv, cf, rg, GAUSSIAN_LUT, 0.0, lut, texture, p, p)
+    t, oldest = _sum_at(x, sv, cf, rg, lut, texture, p, p)
     return x, sv, cf, rg, scale * t, scale * oldest, False
-
-
-@njit(cache=True, inline="always")
-def _track_width(fg, x, sv, rg, lut, misfit, widths, blink, i, j, rate, gain, w_blink, lo, hi):
-    """Per-pixel kernel width (olkn's ``adapt_width``), before the pixel's step: a background decision moves
-    the misfit average towards ``1 - k`` of the value's nearest sample at the table's width
-    (:func:`learners.steps.misfit_average`; a foreground decision leaves it, so objects do not widen
-    the kernel under them), and the width factor the next frame uses follows it and the blink
-    accumulator (:func:`learners.steps.width_factor`)."""
-    m = np.float64(misfit[i, j])
-    if not fg:
-        d2 = expansion_nearest(x, sv, rg)
-        if d2 >= 0:
-            m = misfit_average(m, lut_value(lut, d2), rate)
-            misfit[i, j] = m
-    widths[i, j] = width_factor(m, np.float64(blink[i, j]), gain, w_blink, lo, hi)
 
 
 @njit(cache=True, inline="always")
@@ -259,7 +230,7 @@ def _emit_where(ok, sc, blink, prev, post, i, j, gain, up, down, score, mask):
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_out, oldest_out, mask, own, blink,
-                prev, post, gain, up, down, per_pixel, widths, tlam, tframe, tsamples, tinter, tpattern, tthr):
+                prev, post, gain, up, down, tlam, tframe, tsamples, tinter, tpattern, tthr):
     """Evaluate every pixel's expansion at the new frame (no learning: the state is read only).
 
     Parameters
@@ -285,8 +256,6 @@ def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_ou
         Blinking accumulators: lower the decision level by ``gain`` (0: off) and, with
         ``up``/``down`` > 0, move by the flips against ``prev`` (the previous raw mask)
         outside ``post`` (the previous output mask), see :func:`_emit`.
-    per_pixel, widths : bool, float32 (H, W)
-        Per-pixel kernel widths (:func:`_kernel`; False: the table as it is, ``widths`` unread).
     tlam, tframe, tsamples, tinter, tpattern, tthr : float, uint16 (H, W, C), uint16 (H, W, B, C), bool,
     uint8 (H, W, C, 16), uint8 (256,)
         Texture features (:func:`_sum_at`'s ``texture``; ``tlam = 0``: off). Separate arguments, not a
@@ -297,9 +266,8 @@ def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_ou
     for i in prange(H):
         for j in range(W):
             p = i * W + j
-            kind, sw = _kernel(per_pixel, widths, i, j)
             x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale,
-                                                  kind, sw, texture)
+                                                  texture)
             f_out[i, j] = f
             oldest_out[i, j] = oldest
             level = offset + rho[i, j]
@@ -418,8 +386,8 @@ def _diffusion_neighbour(nbr_mask, i, j, H, W, radius, seed, frame_no, index):
 
 
 @njit(cache=True, inline="always")
-def _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p_diff, radius, seed, frame_no, kind,
-                     sw, texture):
+def _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p_diff, radius, seed, frame_no,
+                     texture):
     """The neighbour value pixel ``p`` learns this frame (:func:`_diffusion_source`) with ``f`` and the evicted
     term's share of the pixel's expansion at it: ``(q, x_q, f, f_oldest)``, ``q = -1`` when none is drawn
     (with ``texture``, the neighbour's descriptor counts: :func:`_sum_at`)."""
@@ -427,20 +395,20 @@ def _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p
     xq = _vec(frame, fb, max(q, 0), nc)
     if q < 0:
         return q, xq, 0.0, 0.0
-    total, oldest = _sum_at(xq, sv, cf, rg, kind, sw, lut, texture, q, p)
+    total, oldest = _sum_at(xq, sv, cf, rg, lut, texture, q, p)
     return q, xq, scale * total, scale * oldest
 
 
 @njit(cache=True, inline="always")
 def _olkn_step(selected, x, f, f_oldest, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, r, nu, C, rho0,
-               rho_rule, p_diff, radius, seed, frame_no, kind, sw, texture):
+               rho_rule, p_diff, radius, seed, frame_no, texture):
     """OLK_N step of pixel ``p``: on its own value ``x`` when the policy ``selected`` it, else, if drawn, on a
-    background neighbour's value (:func:`_neighbour_value`, kernel ``kind, sw``); with ``texture`` the new
+    background neighbour's value (:func:`_neighbour_value`); with ``texture`` the new
     sample keeps the value's descriptor (:func:`_store_texture`). Returns ``(stepped, rho)``."""
     at = p
     if not selected:
         q, x, f, f_oldest = _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p_diff,
-                                             radius, seed, frame_no, kind, sw, texture)
+                                             radius, seed, frame_no, texture)
         if q < 0:
             return False, rho0
         at = q
@@ -457,7 +425,7 @@ def _norma_step(selected, x, f, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lu
     at = p
     if not selected:
         q, x, f, _ = _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p_diff, radius, seed,
-                                      frame_no, GAUSSIAN_LUT, 0.0, texture)
+                                      frame_no, texture)
         if q < 0:
             return False, rho0
         at = q
@@ -470,8 +438,7 @@ def _norma_step(selected, x, f, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lu
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi,
                p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask, stepped, blink, post,
-               gain, up, down, widths, misfit, per_pixel, w_gain, w_rate, w_blink, w_lo, w_hi,
-               tlam, tframe, tsamples, tinter, tpattern, tthr, early):
+               gain, up, down, tlam, tframe, tsamples, tinter, tpattern, tthr, early):
     """One OLK_N frame in one pass: score every pixel, then step the selected ones.
 
     Equivalent to :func:`score_frame` (``offset = 1``) followed by
@@ -484,9 +451,6 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
     number of pixels of row ``i`` that stepped.
     ``gain > 0`` lowers the decision level of blinking pixels (``blink``, moved by
     ``up``/``down`` against ``nbr_mask``, as in :func:`score_frame`).
-    ``per_pixel`` gives every pixel its own kernel width: the table read at the factor
-    ``widths[i, j]``, which follows the pixel's misfit average ``misfit`` (rate ``w_rate``)
-    and its blink accumulator (:func:`_track_width`, bounds ``w_lo``, ``w_hi``).
     ``texture`` (:func:`_sum_at`): the product kernel of colour and texture; every stored sample keeps
     its value's descriptor (:func:`_store_texture`).
     ``early`` (texture features at the table's width, any offset rule but eq. 68): a pixel with a full
@@ -501,7 +465,6 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
         n = 0
         for j in range(W):
             p = i * W + j
-            kind, sw = _kernel(per_pixel, widths, i, j)
             rho0 = rho[i, j]
             if early and ring[i, j, 1] == B:
                 x, sv, cf, rg, f, oldest, _ = _textured_sum_until(
@@ -509,17 +472,15 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
                     max(1.0 + rho0, a_hi) + EARLY_MARGIN)
             else:
                 x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut,
-                                                      scale, kind, sw, texture)
+                                                      scale, texture)
             _emit(_level(1.0 + rho0, blink, i, j, gain) - f, blink, nbr_mask, post, i, j, gain, up, down, score, mask)
             fg = 1.0 + rho0 - f > 0.0  # the policy reads the pixel's own decision, without the feedback
-            if per_pixel:
-                _track_width(fg, x, sv, rg, lut, misfit, widths, blink, i, j, w_rate, w_gain, w_blink, w_lo, w_hi)
             if rho_rule == RHO_QUANTILE:
                 rho0 = olk_n_quantile_rho(f, rho0, rho_eta, rho_nu, rho_lo, rho_hi)
                 rho[i, j] = rho0
             sel = _selected(fg, rg[1], B, p_bg, p_fg, seed, frame_no, p)
             done, new_rho = _olkn_step(sel, x, f, oldest, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, r,
-                                       nu, C, rho0, rho_rule, p_diff, radius, seed, frame_no, kind, sw, texture)
+                                       nu, C, rho0, rho_rule, p_diff, radius, seed, frame_no, texture)
             if done:
                 rho[i, j] = new_rho
                 n += 1
@@ -539,7 +500,7 @@ def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg,
         for j in range(W):
             p = i * W + j
             x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale,
-                                                  GAUSSIAN_LUT, 0.0, texture)
+                                                  texture)
             rho0 = rho[i, j]
             _emit(_level(rho0, blink, i, j, gain) - f, blink, nbr_mask, post, i, j, gain, up, down, score, mask)
             fg = rho0 - f > 0.0  # the policy reads the pixel's own decision, without the feedback
@@ -575,8 +536,8 @@ def olkn_bootstrap(frame, dy, dx, samples, coef, ring, rho, scales, lut, r, nu, 
     and the scale advanced between calls (the scales must not cross a renormalisation): the same
     arithmetic in the same order for each pixel, so the same bits. Run pixel by pixel, each pixel's
     state stays in cache through its steps instead of being read from memory once per step, and no
-    frame of neighbour values is gathered (a 1920x1080 bootstrap: 1.4 s instead of 2.4 s). No per-pixel
-    kernel widths, no texture (the driver runs the frames there).
+    frame of neighbour values is gathered (a 1920x1080 bootstrap: 1.4 s instead of 2.4 s). No texture (the
+    driver runs the frames there).
     """
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
     steps = scales.shape[0]
@@ -602,15 +563,13 @@ def olkn_bootstrap(frame, dy, dx, samples, coef, ring, rho, scales, lut, r, nu, 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo,
                       rho_hi, f_in, oldest_in, mask, p_bg, p_fg, p_diff, radius, seed, frame_no,
-                      stepped, blink, widths, misfit, per_pixel, w_gain, w_rate, w_blink, w_lo, w_hi,
-                      tlam, tframe, tsamples, tinter, tpattern, tthr):
+                      stepped, blink, tlam, tframe, tsamples, tinter, tpattern, tthr):
     """OLK_N update at the pixels selected by an external ``mask`` (second pass after :func:`score_frame`).
 
     Used when the policy follows the post-processed mask (``update_mask="post"``);
     ``f_in``/``oldest_in`` are :func:`score_frame`'s outputs. Same selection rule,
     offset rule, neighbour diffusion (neighbours classified by ``mask``) and the
-    same :func:`learners.steps.olk_n_update` as :func:`olkn_frame`; the per-pixel kernel widths
-    (``per_pixel``) follow as there (:func:`_track_width`, on the pixel's own decision).
+    same :func:`learners.steps.olk_n_update` as :func:`olkn_frame`.
     """
     texture = (tlam, tframe, tsamples, tinter, tpattern, tthr)  # one argument for the helpers (:func:`_sum_at`)
     H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
@@ -620,17 +579,13 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho
             p = i * W + j
             rho0 = rho[i, j]
             sv, cf, rg = _expansion_views(samples, coef, ring, sb, cb, rb, p, B, nc)
-            kind, sw = _kernel(per_pixel, widths, i, j)
-            if per_pixel:
-                _track_width(1.0 + rho0 - f_in[i, j] > 0.0, _vec(frame, fb, p, nc), sv, rg, lut, misfit, widths,
-                             blink, i, j, w_rate, w_gain, w_blink, w_lo, w_hi)
             if rho_rule == RHO_QUANTILE:
                 rho0 = olk_n_quantile_rho(f_in[i, j], rho0, rho_eta, rho_nu, rho_lo, rho_hi)
                 rho[i, j] = rho0
             sel = _selected(mask[i, j] != 0, rg[1], B, p_bg, p_fg, seed, frame_no, p)
             done, new_rho = _olkn_step(sel, _vec(frame, fb, p, nc), f_in[i, j], oldest_in[i, j], frame, fb, nc, mask,
                                        i, j, p, sv, cf, rg, lut, scale, r, nu, C, rho0, rho_rule, p_diff, radius,
-                                       seed, frame_no, kind, sw, texture)
+                                       seed, frame_no, texture)
             if done:
                 rho[i, j] = new_rho
                 n += 1
@@ -686,8 +641,7 @@ def push_bootstrap(frame, dy, dx, samples, coef, ring, values):
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho, per_pixel, widths,
-                     tlam, tframe, tsamples, tinter, tpattern, tthr):
+def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho, tlam, tframe, tsamples, tinter, tpattern, tthr):
     """Set each pixel's ``rho`` to the ``q``-quantile of its leave-one-out ``f`` over its own samples,
     minus ``shift``, clipped to ``[lo, hi]``.
 
@@ -695,8 +649,7 @@ def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho, per
     term is evaluated; ``rho`` becomes the value of rank ``floor(q * count)`` of
     these, so a fraction ``q`` of the pixel's own values would score novel under
     nu-NORMA's ``rho - f`` (``shift = 0``) or OLK_N's ``1 + rho - f`` (``shift = 1``).
-    Used by the first-frame bootstrap. ``per_pixel, widths``: the kernel (:func:`_kernel`); ``texture``
-    (:func:`_sum_at`): each sample with its own descriptor.
+    Used by the first-frame bootstrap. ``texture`` (:func:`_sum_at`): each sample with its own descriptor.
     """
     texture = (tlam, tframe, tsamples, tinter, tpattern, tthr)  # one argument for the helpers (:func:`_sum_at`)
     H = samples.shape[0]
@@ -714,7 +667,6 @@ def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho, per
             if count == 0:
                 continue
             sv, cf, rg = _expansion_views(samples, coef, ring, sb, cb, rb, p, B, nc)
-            kind, sw = _kernel(per_pixel, widths, i, j)
             for a in range(count):
                 slot = rg[0] + a
                 if slot >= B:
@@ -722,52 +674,12 @@ def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho, per
                 if texture[0] > 0.0:
                     tsv = _mat(texture[2], texture[2].ctypes.data, p, B, nc)
                     total, _ = expansion_sum_texture(sv[slot], tsv[slot], sv, tsv, cf, rg, texture[0],
-                                                     sw if kind == GAUSSIAN_LUT_SCALED else 1.0, lut)
+                                                     1.0, lut)
                 else:
-                    total, _ = expansion_sum(sv[slot], sv, cf, rg, kind, sw, 0.0, 0.0, lut)
+                    total, _ = expansion_sum(sv[slot], sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
                 vals[a] = scale * (total - np.float64(cf[slot]) * np.float64(lut[0]))  # leave the sample out
             v = np.sort(vals[:count])
             k = int(q * count)
             if k >= count:
                 k = count - 1
             rho[i, j] = min(max(v[k] - shift, lo), hi)
-
-
-@njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def suppress_shadows(frame, samples, coef, ring, mask, lo, hi, chroma):
-    """Clear foreground pixels that look like a cast shadow on the model's background.
-
-    For a foreground pixel ``x`` with background estimate ``b`` (the
-    coefficient-weighted mean of its samples), the brightness ratio
-    ``alpha = <x, b> / <b, b>`` must lie in ``[lo, hi]`` and the colour must keep
-    its direction: ``||x - alpha b|| <= chroma * alpha * ||b||``. Such pixels are
-    set to 0 in ``mask`` (in place). Returns nothing.
-    """
-    H = frame.shape[0]
-    W = frame.shape[1]
-    C = samples.shape[3]
-    for i in prange(H):
-        b = np.zeros(C, dtype=np.float64)
-        for j in range(W):
-            if mask[i, j] == 0:
-                continue
-            wsum = _weighted_sample_sum(samples, coef, ring, i, j, b)
-            if wsum <= 0.0:
-                continue
-            bb = 0.0
-            xb = 0.0
-            for c in range(C):
-                b[c] /= wsum
-                bb += b[c] * b[c]
-                xb += np.float64(frame[i, j, c]) * b[c]
-            if bb < 1.0:
-                continue
-            alpha = xb / bb
-            if alpha < lo or alpha > hi:
-                continue
-            d2 = 0.0
-            for c in range(C):
-                e = np.float64(frame[i, j, c]) - alpha * b[c]
-                d2 += e * e
-            if d2 <= chroma * chroma * alpha * alpha * bb:
-                mask[i, j] = 0

@@ -123,8 +123,6 @@ _PROB_ONE = fk.PROB_ONE
 #: ``stabilise="match"``: frames in a row whose shift reaches ``stabilise_max`` before the reference is renewed.
 REANCHOR_FRAMES = 10
 
-#: The kernel arguments of a model without per-pixel widths (:meth:`PixelKernelSubtractor._width_args`).
-_NO_WIDTHS = (False, np.zeros((0, 0), np.float32))
 #: The texture argument of a model without texture features (:meth:`PixelKernelSubtractor._texture_args`).
 _NO_TEXTURE = (0.0, np.zeros((1, 1, 1), np.uint16), np.zeros((1, 1, 1, 1), np.uint16), False,
                np.zeros((1, 1, 1, 16), np.uint8), np.zeros(256, np.uint8))
@@ -741,12 +739,7 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         blink accumulators."""
         fk.score_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
                        self._score_offset, self._score, self._f, self._oldest, self._rawmask, self._own, self.blink_,
-                       self.prev_mask_, *self._blink_args(learn), *self._kernel_args())
-
-    def _width_args(self) -> tuple:
-        """``(per_pixel, widths)`` of the frame kernels' per-pixel kernel widths (:func:`fk._kernel`): none by
-        default, the table as it is."""
-        return _NO_WIDTHS
+                       self.prev_mask_, *self._blink_args(learn), *self._texture_args())
 
     def _texture_on(self) -> bool:
         """Whether values carry texture descriptors (``texture`` > 0; subclasses with ``TEXTURE_PARAMS``)."""
@@ -762,10 +755,6 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
             return (float(self.params["texture"]), self._descriptors, self.texture_, True, self._patterns,
                     self._thresholds)
         return (float(self.params["texture"]), self._descriptors, self.texture_, *_NO_TEXTURE[3:])
-
-    def _kernel_args(self) -> tuple:
-        """The kernel arguments of the frame kernels: ``(per_pixel, widths, *texture)`` (:meth:`_texture_args`)."""
-        return (*self._width_args(), *self._texture_args())
 
     def _describe(self, img: np.ndarray) -> None:
         """Hook on every prepared frame before it is scored: its LBSP descriptors (:func:`_texture.lbsp`), while

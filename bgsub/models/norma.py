@@ -147,7 +147,7 @@ class NORMASubtractor(PixelKernelSubtractor):
         # ... and sets each pixel's rho to the nu-quantile of f over its own values
         if self.params["init_rho"] == "quantile":
             fk.quantile_offsets(self.samples_, self.coef_, self.ring_, self.scale_, self.lut(), self.params["nu"],
-                                0.0, -np.inf, np.inf, self.rho_, *self._kernel_args())
+                                0.0, -np.inf, np.inf, self.rho_, *self._texture_args())
 
     def _decay(self) -> float:
         return float(norma_decay(self.params["eta"], self.params["lam"]))

@@ -12,8 +12,6 @@ Score ``1 + rho - f(x)``; positive = novelty = foreground.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from bgsub.models import _bounded_frame as bf
@@ -52,18 +50,6 @@ OLKN_PARAMS = (
               "quantile rule: lowest offset (threshold f < 1 + rho_min; > -1 keeps unexplained values novel)", "",
               -0.99, 0.0),
     ParamSpec("rho_max", float, 0.0, "quantile rule: highest offset", "", 0.0, 10.0),
-    ParamSpec("adapt_width", float, 0.0,
-              "per-pixel kernel width (SuBSENSE's R(x)): pixel x's width becomes s(x) * width, s = width_min + "
-              "adapt_width * m + width_blink * v within [width_min, width_max], where m is the moving average of "
-              "the misfit 1 - k(x, nearest sample) over the pixel's background decisions and v the blink accumulator "
-              "(0 with width_blink 0: off; on, frames run the exact engine)", "", 0.0, 100.0),
-    ParamSpec("width_rate", float, 0.01, "adapt_width: rate of the misfit average m per frame", "", 0.0, 1.0),
-    ParamSpec("width_min", float, 1.0, "adapt_width: smallest width factor (that of a static pixel)", "ratio",
-              0.25, 4.0),
-    ParamSpec("width_max", float, 3.0, "adapt_width: largest width factor", "ratio", 0.25, 10.0),
-    ParamSpec("width_blink", float, 0.0,
-              "adapt_width: rise of the width factor with the blink accumulator v (which moves only while "
-              "blink_gain > 0)", "", 0.0, 10.0),
     *TEXTURE_PARAMS,
     SCORE_MAP_PARAM,
 ) + with_defaults(FEEDBACK_PARAMS, blink_gain=0.9, blink_up=0.1) + with_defaults(
@@ -111,9 +97,6 @@ class OLKNSubtractor(PixelKernelSubtractor):
         Offset update (eq. 69, or the per-pixel nu-trick
         :func:`learners.steps.olk_n_quantile_rho` with ``rho_eta``, ``rho_nu``
         and bounds ``rho_min``, ``rho_max``).
-    adapt_width, width_rate, width_min, width_max, width_blink : float
-        Per-pixel kernel width ``s(x) * width`` (:func:`learners.steps.width_factor`; off while
-        ``adapt_width`` and ``width_blink`` are 0).
     texture, texture_threshold : float
         Texture features: the weight ``lam`` of the descriptors' Hamming distance in the product kernel
         (:func:`learners.kernels.texture_lut_value`; 0: off) and the descriptor's relative threshold
@@ -123,11 +106,6 @@ class OLKNSubtractor(PixelKernelSubtractor):
 
     Attributes
     ----------
-    misfit_ : ndarray (H, W) of float32
-        Each pixel's misfit average ``m`` (:func:`learners.steps.misfit_average`; moves only while
-        the per-pixel widths are on).
-    width_ : ndarray (H, W) of float32
-        Each pixel's kernel width factor ``s`` (1 while off).
     texture_ : ndarray (H, W, B, C) of uint16, or None
         The LBSP descriptor of every sample, slot for slot with ``samples_`` (None while ``texture`` is 0).
 
@@ -137,18 +115,22 @@ class OLKNSubtractor(PixelKernelSubtractor):
     _SPECS = OLKN_PARAMS
     _REMOVED_CHOICES = {**PixelKernelSubtractor._REMOVED_CHOICES, "rho_rule": ("primal",)}
     _REMOVED_PARAMS = {**PixelKernelSubtractor._REMOVED_PARAMS, "init_rho": "zero", "adapt_update": 0.0,
-                       "adapt_by": "offset"}
+                       "adapt_by": "offset", "adapt_width": 0.0, "width_rate": 0.01, "width_min": 1.0,
+                       "width_max": 3.0, "width_blink": 0.0}
+    #: The per-pixel widths' state arrays (``misfit_``, ``width_``): a checkpoint of layout 3 to 5 holds them,
+    #: at their values while the widths were off (the parameters say so), and loads without them.
+    _REMOVED_ARRAYS = ("misfit_", "width_")
     _score_offset = 1.0
-    _STATE_ARRAYS = PixelKernelSubtractor._STATE_ARRAYS + ("misfit_", "width_", "texture_")
-    #: 3: ``misfit_`` and ``width_`` (the per-pixel kernel widths, ``adapt_width``) joined the state;
+    _STATE_ARRAYS = PixelKernelSubtractor._STATE_ARRAYS + ("texture_",)
+    #: 3: the per-pixel kernel widths' arrays joined the state (removed since: :attr:`_REMOVED_ARRAYS`);
     #: 4: ``texture_`` (the samples' descriptors, present while ``texture`` > 0); 5: the stabiliser's reference
     #: and counter.
     _STATE_LAYOUT = 5
 
     @classmethod
     def _upgrade_checkpoint(cls, layout, params, arrays):
-        """A checkpoint of layout 1, 2 (before the per-pixel widths: ``adapt_width`` off, as it was then, with a
-        fresh misfit average and unit widths), 3 (before the texture features: ``texture`` off) or 4 (before
+        """A checkpoint of layout 1, 2 (before the per-pixel widths), 3 (before the texture features: ``texture``
+        off) or 4 (before
         the stabiliser's state was saved: it takes its reference at the next frame) as layout 5; none of them
         knew ``warmup_frames`` (0)."""
         if layout not in (1, 2, 3, 4):
@@ -156,20 +138,9 @@ class OLKNSubtractor(PixelKernelSubtractor):
         if layout in (1, 2):
             if layout == 1:
                 params, arrays = super()._upgrade_checkpoint(layout, params, arrays)
-            params = {**params, "adapt_width": 0.0, "width_blink": 0.0}
-            if "samples_" in arrays:
-                H, W = arrays["samples_"].shape[:2]
-                arrays = {"misfit_": np.zeros((H, W), np.float32), "width_": np.ones((H, W), np.float32), **arrays}
         if layout <= 3:
             params = {**params, "texture": 0.0}
         return {"warmup_frames": 0, **params}, arrays
-
-    #: The restored per-pixel widths lie where the width rule keeps them: within the widest range of
-    #: ``width_min`` and ``width_max`` (:meth:`PixelKernelSubtractor._check_restored_state`).
-    _RESTORED_RANGES = PixelKernelSubtractor._RESTORED_RANGES + (
-        ("misfit_", -math.inf, math.inf),
-        ("width_", next(p.low for p in OLKN_PARAMS if p.name == "width_min"),
-         next(p.high for p in OLKN_PARAMS if p.name == "width_max")))
 
     @property
     def score_range(self) -> tuple[float, float]:
@@ -182,37 +153,13 @@ class OLKNSubtractor(PixelKernelSubtractor):
         super()._check(values)
         if not values["C"] > values["nu"]:
             raise ValueError(f"C must be > nu, got C={values['C']} and nu={values['nu']}")
-        if not values["width_max"] >= values["width_min"]:
-            raise ValueError(f"width_max must be >= width_min, got width_max={values['width_max']} and "
-                             f"width_min={values['width_min']}")
 
     def _rho_args(self):
         p = self.params
         return OLKN_RHO_RULES[p["rho_rule"]], p["rho_eta"], p["rho_nu"], p["rho_min"], p["rho_max"]
 
-    def _per_pixel_width(self) -> bool:
-        """Whether every pixel has its own kernel width (``adapt_width`` or ``width_blink`` > 0)."""
-        return self.params["adapt_width"] > 0.0 or self.params["width_blink"] > 0.0
-
-    def _width_args(self):
-        return self._per_pixel_width(), self.width_
-
-    def _width_rule(self):
-        """``(on, gain, rate, blink, lo, hi)`` of the per-pixel widths (:func:`fk._track_width`)."""
-        p = self.params
-        return (self._per_pixel_width(), p["adapt_width"], p["width_rate"], p["width_blink"], p["width_min"],
-                p["width_max"])
-
-    def reset(self):
-        super().reset()
-        self.misfit_ = None
-        self.width_ = None
-
     def _allocate(self, H, W, C):
         super()._allocate(H, W, C)
-        # the per-pixel kernel widths (adapt_width): misfit average m and width factor s
-        self.misfit_ = np.zeros((H, W), dtype=np.float32)
-        self.width_ = np.ones((H, W), dtype=np.float32)
         # the bounded engine's cache (bgsub.models._bounded_frame): derived state, not saved
         self._ref = np.zeros((H, W, C), dtype=np.uint8)
         self._ref_sum = np.zeros((H, W), dtype=np.float32)
@@ -230,12 +177,9 @@ class OLKNSubtractor(PixelKernelSubtractor):
             self._ref_mass *= np.float32(factor)
 
     def _bounded(self) -> bool:
-        """Whether frames run :func:`bf.olkn_frame_bounded` (``score_map="bounded"``; not with per-pixel kernel
-        widths, whose Lipschitz slopes differ
-        from pixel to pixel and change every frame, nor with texture features, which its bound does not
-        cover)."""
-        p = self.params
-        return p["score_map"] == "bounded" and not self._per_pixel_width() and not self._texture_on()
+        """Whether frames run :func:`bf.olkn_frame_bounded` (``score_map="bounded"``; not with texture features,
+        which its bound does not cover)."""
+        return self.params["score_map"] == "bounded" and not self._texture_on()
 
     def _frame_kernels(self):
         if self._fused():
@@ -262,25 +206,24 @@ class OLKNSubtractor(PixelKernelSubtractor):
         fk.olkn_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["r"],
                       p["nu"], p["C"], *self._rho_args(), p_bg, p_fg, p_diff, p["diffuse_radius"], p["seed"],
                       self.n_frames_, self._score, mask_out, nbr_mask, self._stepped, self.blink_, *self._blink_args(),
-                      self.width_, self.misfit_, *self._width_rule(), *self._texture_args(), self._early_stop())
+                      *self._texture_args(), self._early_stop())
 
     def _early_stop(self) -> bool:
         """Whether the exact engine's textured sums may stop once they decide (``score_map="bounded"`` with
         texture features at the table's width):
         decisions and model as with full sums, score maps exact in sign only (:func:`fk.olkn_frame`)."""
-        p = self.params
-        return p["score_map"] == "bounded" and self._texture_on() and not self._per_pixel_width()
+        return self.params["score_map"] == "bounded" and self._texture_on()
 
     def _update(self, img, mask, p_bg, p_fg, p_diff):
         p = self.params
         self._cache_valid = False
         fk.olkn_update_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["r"],
                              p["nu"], p["C"], *self._rho_args(), self._f, self._oldest, mask, p_bg, p_fg, p_diff,
-                             p["diffuse_radius"], p["seed"], self.n_frames_, self._stepped, self.blink_, self.width_,
-                             self.misfit_, *self._width_rule(), *self._texture_args())
+                             p["diffuse_radius"], p["seed"], self.n_frames_, self._stepped, self.blink_,
+                             *self._texture_args())
 
     def _can_bootstrap_pixelwise(self):
-        return not self._per_pixel_width() and not self._texture_on()
+        return not self._texture_on()
 
     def _bootstrap_pixelwise(self, img, dy, dx, scales, scratch):
         p = self.params
@@ -288,12 +231,6 @@ class OLKNSubtractor(PixelKernelSubtractor):
                           p["nu"], p["C"], *self._rho_args(), self._score, scratch, self.blink_,
                           *self._blink_args())
         self._cache_valid = False  # the bounded engine's cache was not kept: the next frame sums in full
-
-    def _bootstrap_done(self):
-        p = self.params
-        # the bootstrap's values are not the stream's: the widths start from a static pixel's
-        self.misfit_[...] = 0.0
-        self.width_[...] = p["width_min"] if self._per_pixel_width() else 1.0
 
     def _decay(self) -> float:
         return float(olk_decay(self.params["r"]))

@@ -81,9 +81,8 @@ def test_svmd_pixelwise_bootstrap_is_the_frames(grey):
 
 
 def test_frames_where_pixelwise_does_not_apply():
-    # texture and per-pixel widths keep the frame-by-frame bootstrap; so does norma's step bootstrap
+    # texture keeps the frame-by-frame bootstrap; so does norma's step bootstrap
     assert not bgsub.create("olkn", texture=20)._can_bootstrap_pixelwise()
-    assert not bgsub.create("olkn", adapt_width=0.5)._can_bootstrap_pixelwise()
     assert not bgsub.create("norma", init_rho="steps")._can_bootstrap_pixelwise()
 
 

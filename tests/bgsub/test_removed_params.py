@@ -101,6 +101,31 @@ def test_olkn_adaptive_update_probability_was_removed(tmp_path, name, value):
         type(sub).load(path)
 
 
+def test_a_checkpoint_with_the_per_pixel_widths_off_continues_without_them(tmp_path):
+    frames = _frames(4)
+    sub = bgsub.create("olkn", median=0, illumination="off")
+    for f in frames[:2]:
+        sub.apply(f)
+    path = sub.save(tmp_path / "m.npz")
+    want = [sub.apply(f) for f in frames[2:]]
+    meta, arrays = read_checkpoint(path)
+    rest = {k: v for k, v in meta.items() if k not in ("format", "version", "kind", "params")}
+    widths = dict(adapt_width=0.0, width_rate=0.01, width_min=1.0, width_max=3.0, width_blink=0.0)
+    # as the versions with the per-pixel widths wrote it: their parameters and arrays, the widths off
+    arrays = dict(arrays, misfit_=np.zeros((24, 32), np.float32), width_=np.ones((24, 32), np.float32))
+    write_checkpoint(path, "olkn", {**meta["params"], **widths}, arrays, **rest)
+    resumed = type(sub).load(path)
+    assert not hasattr(resumed, "width_") or resumed.width_ is None
+    assert all(np.array_equal(resumed.apply(f), w) for f, w in zip(frames[2:], want))
+    write_checkpoint(path, "olkn", {**meta["params"], **widths, "adapt_width": 5.0}, arrays, **rest)
+    with pytest.raises(CheckpointError, match="option adapt_width .*was removed"):
+        type(sub).load(path)
+    bad = dict(arrays, misfit_=np.zeros((240, 320), np.float32))
+    write_checkpoint(path, "olkn", {**meta["params"], **widths}, bad, **rest)
+    with pytest.raises(CheckpointError, match="state 'misfit_' is declared"):
+        type(sub).load(path)
+
+
 def test_olkn_primal_offset_rule_was_removed(tmp_path):
     sub = bgsub.create("olkn", median=0, illumination="off")
     path = sub.save(tmp_path / "m.npz")

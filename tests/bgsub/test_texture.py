@@ -337,5 +337,4 @@ def test_textured_sums_stop_early_only_under_the_bounded_score_map():
 
     assert createOLKN(preset="accurate")._early_stop()
     assert not createOLKN(preset="accurate", score_map="exact")._early_stop()
-    assert not createOLKN(preset="accurate", width_blink=1.0)._early_stop()
     assert not createOLKN()._early_stop()  # no texture: the bounded engine
