@@ -405,8 +405,8 @@ class PersistMixin:
             arrays[name] = arrays[name].astype(object)
         try:
             _restore_estimator(est, fit_params, scalars, arrays)
-        except CheckpointError:
-            raise
+        except CheckpointError as exc:
+            raise CheckpointError(f"{path}: {exc}"[:600]) from None
         except (TypeError, ValueError, KeyError, IndexError, OverflowError, AttributeError) as exc:
             raise CheckpointError(f"{path}: the state of this {cls.__name__} is not valid: {exc}"[:600]) from None
         return est
