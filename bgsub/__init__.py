@@ -9,6 +9,12 @@ Subtractors follow OpenCV's interface::
 ``bgsub.create(name, **params)`` builds any registered algorithm (``olkn``,
 ``norma``, and OpenCV's ``knn`` and ``mog2`` for comparison; BGSLibrary's ``subsense``,
 ``lobster``, ``pbas`` and ``vibe`` where its wrapper ``pybgs`` is installed).
+
+As OpenCV's subtractors, they take grey, BGR and BGRA frames of uint8, uint16 (read as
+``v >> 8``) or float32 (on the 0-255 scale of 8-bit frames, as OpenCV's MOG2 reads them);
+a frame of another size starts a new model with one :class:`NewModelWarning`; and
+``learningRate`` is negative for automatic, 0 for none, 1 or more for a new model.
+``sub.save("model.npz")`` and ``bgsub.load("model.npz")`` keep a model in an ``.npz`` checkpoint.
 """
 
 # First: importing learners stamps every jitted function's cache with all the project's jitted sources
@@ -28,9 +34,25 @@ from bgsub.registry import (  # noqa: F401
 # Importing the models registers "olkn" and "norma".
 from bgsub.models import createNORMA, createOLKN  # noqa: F401,E402
 
-from bgsub.checkpoint import CheckpointError, load  # noqa: F401,E402
+from bgsub.checkpoint import CheckpointError  # noqa: F401,E402
+from bgsub.models.base import NewModelWarning  # noqa: F401,E402
 
 # BGSLibrary's SuBSENSE, LOBSTER, PBAS and ViBe register themselves where pybgs is installed.
 import bgsub.bgslibrary  # noqa: F401,E402
 
 __version__ = "0.1.0"
+
+
+def load(path, algorithm=None):
+    """The subtractor saved in ``path`` by ``sub.save(path)``, ready for the next frame
+    (:func:`bgsub.checkpoint.load`).
+
+    ``path`` is an ``.npz`` checkpoint; a name in one of OpenCV's storage formats (``.yml``, ``.yaml``,
+    ``.xml``, ``.json``, ``.gz``) is refused with a :class:`CheckpointError`, as the file would not be one.
+    ``algorithm`` (e.g. ``"olkn"``) refuses a checkpoint of any other algorithm.
+    """
+    from bgsub import checkpoint
+    from bgsub.models.base import check_checkpoint_name
+
+    check_checkpoint_name(path, writing=False)
+    return checkpoint.load(path, algorithm)

@@ -247,19 +247,42 @@ class _OpenCVSubtractor:
         self._impl = impl
         self._factory = factory
         self._raw: np.ndarray | None = None
+        self._shape: tuple[int, ...] | None = None
         #: (low, high) of getScoreMap values, for ROC histograms.
         self.score_range = (-1.0, 1.0)
 
     def apply(self, image: np.ndarray, fgmask: np.ndarray | None = None, learningRate: float = -1) -> np.ndarray:
-        """OpenCV's ``apply(image[, fgmask[, learningRate]])``, shadows mapped to 0 (written into ``fgmask``)."""
-        raw = self._impl.apply(image, learningRate=learningRate)
+        """OpenCV's ``apply(image[, fgmask[, learningRate]])``, shadows mapped to 0 (written into ``fgmask``).
+
+        Frames are read as the kernel subtractors read them (:func:`bgsub.models.base.frame_as_8bit`: uint8,
+        uint16 as ``v >> 8``, float on the 0-255 scale, BGRA without alpha), so KNN, which reads the bytes of
+        a 16-bit or float frame as 8-bit values, gets the frame's values. A frame of another size or channel
+        count restarts OpenCV's model (OpenCV does) with one :class:`bgsub.NewModelWarning`; ``learningRate``
+        goes to OpenCV as it is (negative: automatic, 1 or more: a new model).
+        """
+        from bgsub.models.base import NewModelWarning, _warn_if_unit_scale, frame_as_8bit
+
+        img = frame_as_8bit(image)
+        shape = img.shape if img.ndim == 3 and img.shape[2] != 1 else img.shape[:2]
+        if self._shape is None and image.dtype.kind == "f":
+            _warn_if_unit_scale(image)
+        elif self._shape is not None and shape != self._shape:
+            import warnings
+
+            warnings.warn(f"frame of shape {shape} after {self._shape}: a new model starts from this frame, as "
+                          "OpenCV's subtractors do (use one subtractor per stream to keep each model)",
+                          NewModelWarning, stacklevel=2)
+        self._shape = shape
+        raw = self._impl.apply(img, learningRate=learningRate)
         self._raw = raw
+        mask = np.where(raw == 255, np.uint8(255), np.uint8(0))
         if fgmask is None:
-            return np.where(raw == 255, np.uint8(255), np.uint8(0))
-        if not (isinstance(fgmask, np.ndarray) and fgmask.dtype == np.uint8 and fgmask.shape == raw.shape):
-            raise ValueError(f"fgmask must be None or a uint8 array of shape {raw.shape}, got "
-                             f"{getattr(fgmask, 'dtype', type(fgmask).__name__)} {getattr(fgmask, 'shape', '')}")
-        np.copyto(fgmask, np.where(raw == 255, np.uint8(255), np.uint8(0)))
+            return mask
+        if not isinstance(fgmask, np.ndarray):
+            raise TypeError(f"fgmask must be None or a numpy array, got {type(fgmask).__name__}")
+        if fgmask.dtype != np.uint8 or fgmask.shape != raw.shape or not fgmask.flags.writeable:
+            return mask  # as OpenCV's output arrays: one that does not fit is left alone, a new mask returned
+        np.copyto(fgmask, mask)
         return fgmask
 
     def clear(self) -> None:
@@ -268,6 +291,7 @@ class _OpenCVSubtractor:
         self._impl = self._factory() if self._factory is not None else self._impl
         self._impl.clear()
         self._raw = None
+        self._shape = None
 
     def empty(self) -> bool:
         """OpenCV's ``Algorithm.empty``."""

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import warnings
 from typing import Any
 
 import cv2
@@ -28,7 +30,7 @@ from learners.expansion import SCALE_MAX, SCALE_MIN, needs_renormalise
 from learners.kernels import gaussian_lut
 
 __all__ = ["PixelKernelSubtractor", "COMMON_PARAMS", "FEEDBACK_PARAMS", "with_defaults", "binary_median",
-           "fill_holes", "remove_small"]
+           "fill_holes", "remove_small", "frame_as_8bit", "NewModelWarning", "check_checkpoint_name"]
 
 #: Parameters shared by every kernel subtractor (pre- and post-processing, policy).
 COMMON_PARAMS = (
@@ -250,9 +252,105 @@ def from_preset(factory, algorithm: str, presets: dict[str, dict[str, Any]], pre
     return factory(**values)
 
 
+class NewModelWarning(UserWarning):
+    """A frame of another size, or with another number of channels, than the model's: the model was dropped and
+    a new one starts from this frame, as OpenCV's subtractors do (one warning per change; use one subtractor per
+    stream to keep each model)."""
+
+
+#: What :func:`frame_as_8bit` accepts, for messages.
+FRAME_TYPES = ("uint8 (0-255), uint16 (0-65535, read as v >> 8) or float32/float64 (the 0-255 scale of 8-bit "
+               "frames, as OpenCV's MOG2 reads them), (H, W) grey, (H, W, 3) BGR or (H, W, 4) BGRA")
+
+
+def frame_as_8bit(frame: Any) -> np.ndarray:
+    """``frame`` as the 8-bit grey or BGR image the subtractors model, by OpenCV's conventions.
+
+    * uint8: as it is (no copy);
+    * uint16: the high byte, ``v >> 8`` (0-65535 onto 0-255, as :mod:`bgsub.sources` reads 16-bit images; a
+      frame scaled up from 8 bits by ``v * 257`` or ``v << 8`` gives back its 8-bit values);
+    * float32, float64 (float16): values on the 0-255 scale of 8-bit frames, which is how OpenCV's MOG2 reads
+      a float frame (it converts 8-bit frames to float without scaling, and its thresholds are in 8-bit units;
+      OpenCV's KNN reads a float frame's bytes as 8-bit values, which is no convention at all), rounded to the
+      nearest integer and saturated to 0-255 as OpenCV's ``convertTo`` does (NaN and infinities read as 0). A
+      frame on a 0-1 scale must be multiplied by 255 first (:meth:`OpenCVSubtractorAPI._read_frame` warns on a
+      model's first frame when it looks like one);
+    * (H, W, 4) BGRA: the alpha channel is dropped (BGR).
+
+    Shapes: (H, W) or (H, W, 1) grey, (H, W, 3) BGR, (H, W, 4) BGRA; any other type or shape is a ValueError
+    naming what is accepted (a non-array a TypeError).
+    """
+    if not isinstance(frame, np.ndarray):
+        raise TypeError(f"frame must be a numpy array, got {type(frame).__name__}")
+    if not (frame.ndim == 2 or (frame.ndim == 3 and frame.shape[2] in (1, 3, 4))):
+        raise ValueError(f"frame must be (H, W) grey, (H, W, 3) BGR or (H, W, 4) BGRA, got shape {frame.shape}")
+    if frame.shape[0] < 1 or frame.shape[1] < 1:
+        raise ValueError(f"frame is empty, shape {frame.shape}")
+    if frame.ndim == 3 and frame.shape[2] == 4:
+        frame = frame[:, :, :3]  # BGRA: alpha dropped (a view; converted or made contiguous below)
+    kind, size = frame.dtype.kind, frame.dtype.itemsize
+    if kind == "u" and size == 1:
+        return np.ascontiguousarray(frame)  # no copy unless BGRA
+    if kind == "u" and size == 2:
+        return (frame >> 8).astype(np.uint8)
+    if kind == "f":
+        if size not in (4, 8):
+            frame = frame.astype(np.float32)
+        # OpenCV's saturate_cast: round half to even, clamp to 0-255, NaN -> 0
+        out = cv2.add(frame, 0.0, dtype=cv2.CV_8U)
+        return out.reshape(frame.shape)  # cv2 returns (H, W) for (H, W, 1)
+    raise ValueError(f"frame dtype {frame.dtype} is not read; frames are {FRAME_TYPES}")
+
+
+def _warn_if_unit_scale(frame: np.ndarray) -> None:
+    """Warn when a float frame's values all lie in (0, 1]: on the 0-255 scale it reads as black."""
+    if frame.dtype.kind == "f" and frame.size:
+        top = float(np.nanmax(frame)) if not np.isnan(frame).all() else 0.0
+        if 0.0 < top <= 1.0:
+            warnings.warn("float frames are read on the 0-255 scale of 8-bit frames (as OpenCV's MOG2 reads "
+                          f"them), and this one's values lie in [0, {top:g}], so it reads as black: pass "
+                          "frame * 255 if it is on a 0-1 scale", UserWarning, stacklevel=4)
+
+
+#: File names that announce a format :meth:`OpenCVSubtractorAPI.save` does not write: OpenCV's
+#: ``Algorithm.save`` and ``FileStorage`` formats.
+_OPENCV_STORAGE = (".yml", ".yaml", ".xml", ".json", ".gz")
+
+
+def check_checkpoint_name(path: Any, writing: bool) -> None:
+    """Refuse a checkpoint name that promises another format than the ``.npz`` checkpoints are.
+
+    Writing, the name must end in ``.npz`` (any case): the file is an ``.npz`` (numpy's zip of arrays,
+    :mod:`bgsub.checkpoint`), never OpenCV's YAML/XML of ``Algorithm.save``, and nothing is appended to the
+    name given. Reading, a name in one of OpenCV's storage formats (``.yml``, ``.yaml``, ``.xml``, ``.json``,
+    ``.gz``) is refused; any other name is read by its content (a file that is not a checkpoint gets
+    :class:`bgsub.CheckpointError` saying so), so checkpoints saved under other names still load.
+    """
+    from learners._persist import CheckpointError
+
+    name = os.fspath(path)
+    if isinstance(name, bytes):
+        name = os.fsdecode(name)
+    lower = name.lower()
+    if writing and not lower.endswith(".npz"):
+        raise CheckpointError(
+            f"save writes an .npz checkpoint (numpy's zip of arrays), not OpenCV's YAML/XML; give the file a "
+            f".npz name, got {name!r}")
+    if not writing and lower.endswith(_OPENCV_STORAGE):
+        raise CheckpointError(
+            f"load reads the .npz checkpoints that save writes, not OpenCV's YAML/XML/JSON storage; got {name!r}")
+
+
 class OpenCVSubtractorAPI:
     """What every subtractor shares of OpenCV's cv::Algorithm / cv::BackgroundSubtractor API:
-    ``clear``/``empty``/``getDefaultName``, ``get_params`` and the checks of ``apply``'s arguments."""
+    ``clear``/``empty``/``getDefaultName``, ``get_params``, the reading of frames (:func:`frame_as_8bit`) and
+    the checks of ``apply``'s arguments, and ``save``/``load`` names (``.npz``).
+
+    It is not a subclass of ``cv2.BackgroundSubtractor`` (``isinstance(sub, cv2.BackgroundSubtractor)`` is
+    False): in OpenCV 5.0.0 a Python subclass of it crashes the interpreter (segmentation fault) once a second
+    instance is made after the first is freed, and at the first call of a method it inherits (``empty``,
+    ``write``); code written for OpenCV that calls the methods works unchanged (duck typing).
+    """
 
     params: dict[str, Any]
 
@@ -275,29 +373,63 @@ class OpenCVSubtractorAPI:
         """``"BackgroundSubtractor_<ClassName>"``, after OpenCV's ``BackgroundSubtractor_MOG2``."""
         return f"BackgroundSubtractor_{type(self).__name__}"
 
-    @staticmethod
-    def _check_frame_type(frame: Any) -> None:
-        if not isinstance(frame, np.ndarray):
-            raise TypeError(f"frame must be a numpy array, got {type(frame).__name__}")
-        if frame.dtype != np.uint8:
-            raise ValueError(
-                f"frame must be uint8 (pixel values 0-255), got dtype {frame.dtype}; "
-                "convert with frame.astype(np.uint8) or cv2.convertScaleAbs"
-            )
+    def save(self, path):
+        """Write the parameters and model to ``path``, an ``.npz`` checkpoint (atomic; :mod:`bgsub.checkpoint`).
+
+        The name must end in ``.npz``: the file is numpy's zip of arrays, not the YAML/XML that OpenCV's
+        ``Algorithm.save`` writes, and another name is a :class:`bgsub.CheckpointError`
+        (:func:`check_checkpoint_name`). Returns the path written."""
+        check_checkpoint_name(path, writing=True)
+        return super().save(path)
+
+    @classmethod
+    def load(cls, path):
+        """The subtractor saved in ``path`` by :meth:`save` (an ``.npz`` checkpoint; a ``.yml``/``.xml`` name is
+        refused, :func:`check_checkpoint_name`); refuses a checkpoint of another algorithm."""
+        check_checkpoint_name(path, writing=False)
+        return super().load(path)
+
+    def _read_frame(self, frame: Any) -> np.ndarray:
+        """``frame`` as the 8-bit image the model reads (:func:`frame_as_8bit`); on a model's first frame, a
+        warning when a float frame looks like a 0-1 scale."""
+        img = frame_as_8bit(frame)
+        if getattr(self, "n_frames_", 0) == 0 and frame.dtype.kind == "f":
+            _warn_if_unit_scale(frame)
+        return img
+
+    def _new_model(self, why: str) -> None:
+        """Drop the model (:meth:`reset`) with one :class:`NewModelWarning` saying ``why``, as OpenCV's
+        subtractors start a new model on a frame of another size or type."""
+        warnings.warn(f"{why}: a new model starts from this frame, as OpenCV's subtractors do (use one "
+                      "subtractor per stream to keep each model)", NewModelWarning, stacklevel=4)
+        self.reset()
 
     @staticmethod
     def _check_learning_rate(learningRate: float) -> float:
-        lr = float(learningRate)
-        if math.isnan(lr) or not (lr == -1 or 0.0 <= lr <= 1.0):
-            raise ValueError(f"learningRate must be -1 (automatic) or in [0, 1], got {learningRate}")
-        return lr
+        """``learningRate`` as OpenCV reads it: negative -> -1 (the model's own schedule), 0 (no learning), a
+        rate in (0, 1), and 1 or more -> 1 (a new model from this frame); NaN is refused."""
+        try:
+            lr = float(learningRate)
+        except (TypeError, ValueError):
+            raise ValueError(f"learningRate must be a number (negative: automatic, 0: no learning, 1 or more: "
+                             f"a new model from this frame), got {learningRate!r}") from None
+        if math.isnan(lr):
+            raise ValueError("learningRate must be a number (negative: automatic, 0: no learning, 1 or more: "
+                             "a new model from this frame), got nan")
+        if lr < 0:
+            return -1.0
+        return min(lr, 1.0)
 
     @staticmethod
-    def _check_fgmask(fgmask: Any, shape: tuple[int, int]) -> None:
-        if fgmask is not None and not (isinstance(fgmask, np.ndarray) and fgmask.dtype == np.uint8
-                                       and fgmask.shape == shape):
-            raise ValueError(f"fgmask must be None or a uint8 array of shape {shape}, got "
-                             f"{getattr(fgmask, 'dtype', type(fgmask).__name__)} {getattr(fgmask, 'shape', '')}")
+    def _fits(fgmask: Any, shape: tuple[int, int]) -> bool:
+        """Whether ``apply`` writes its mask into ``fgmask``: a uint8 array of the mask's shape. As OpenCV's
+        output arrays, any other array is left alone and a new mask returned; None likewise; what is not an
+        array is a TypeError."""
+        if fgmask is None:
+            return False
+        if not isinstance(fgmask, np.ndarray):
+            raise TypeError(f"fgmask must be None or a numpy array, got {type(fgmask).__name__}")
+        return fgmask.dtype == np.uint8 and fgmask.shape == tuple(shape) and fgmask.flags.writeable
 
 
 def _prob(p: float) -> int:
@@ -595,44 +727,30 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
 
     # ------------------------------------------------------------------ input
     def _prepare(self, frame: np.ndarray) -> np.ndarray:
-        self._check_frame_type(frame)
-        if frame.ndim == 2:
-            img = frame
-        elif frame.ndim == 3 and frame.shape[2] in (1, 3):
-            img = frame
-        elif frame.ndim == 3 and frame.shape[2] == 4:
-            raise ValueError("frame has 4 channels; convert BGRA to BGR first (cv2.cvtColor(f, cv2.COLOR_BGRA2BGR))")
-        else:
-            raise ValueError(f"frame must be (H, W) grey or (H, W, 3) BGR, got shape {frame.shape}")
-        if img.shape[0] < 1 or img.shape[1] < 1:
-            raise ValueError(f"frame is empty, shape {frame.shape}")
-        if self.input_shape_ is not None and img.shape[:2] != self.input_shape_:
-            H, W = self.input_shape_
-            raise ValueError(
-                f"frame size changed from {W}x{H} to {img.shape[1]}x{img.shape[0]}; "
-                "call reset() before feeding frames of another size, or use one subtractor per stream"
-            )
-        self.input_shape_ = img.shape[:2]
+        """``frame`` read as 8 bits (:func:`frame_as_8bit`), at the model's scale and colour, as a
+        contiguous (H, W, C) array; a frame of another size or channel count than the model's drops the model
+        (:meth:`_new_model`), as OpenCV's subtractors do."""
+        img = self._read_frame(frame)
+        size = img.shape[:2]
         s = self.params["process_scale"]
         if s < 1.0:
-            size = (max(1, round(img.shape[1] * s)), max(1, round(img.shape[0] * s)))
-            img = cv2.resize(img, size, interpolation=_DOWNSCALE)
-        if self.frame_shape_ is not None and img.shape[:2] != self.frame_shape_:
-            H, W = self.frame_shape_
-            raise ValueError(
-                f"frame size changed from {W}x{H} to {img.shape[1]}x{img.shape[0]}; "
-                "call reset() before feeding frames of another size, or use one subtractor per stream"
-            )
+            img = cv2.resize(img, (max(1, round(size[1] * s)), max(1, round(size[0] * s))),
+                             interpolation=_DOWNSCALE)
         if self.params["color"] == "gray" and img.ndim == 3 and img.shape[2] == 3:
             img = cv2.cvtColor(img, cv2.COLOR_BGR2GRAY)
         if img.ndim == 2:
             img = img[:, :, None]
         C = img.shape[2]
-        if self.channels_ is not None and C != self.channels_:
-            raise ValueError(
-                f"frame has {C} channel(s) but the model was built from {self.channels_}; "
-                "call reset() before switching between grey and colour frames"
-            )
+        if self.input_shape_ is not None and size != self.input_shape_:
+            H, W = self.input_shape_
+            self._new_model(f"frame size changed from {W}x{H} to {size[1]}x{size[0]}")
+        elif self.frame_shape_ is not None and img.shape[:2] != self.frame_shape_:  # a loaded model's first frame
+            H, W = self.frame_shape_
+            self._new_model(f"frame size {size[1]}x{size[0]} (modelled at {img.shape[1]}x{img.shape[0]}) does "
+                            f"not fit the model's {W}x{H}")
+        elif self.channels_ is not None and C != self.channels_:
+            self._new_model(f"frame has {C} channel(s) but the model was built from {self.channels_}")
+        self.input_shape_ = size
         return np.ascontiguousarray(img)
 
     # ------------------------------------------------------------------ output
@@ -660,14 +778,19 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
 
         Parameters
         ----------
-        image : ndarray (H, W) or (H, W, 3) of uint8
-            Grey or BGR frame; every frame of a stream must have the same size.
+        image : ndarray (H, W), (H, W, 1), (H, W, 3) or (H, W, 4)
+            Grey, BGR or BGRA (alpha dropped) frame of uint8, uint16 (read as ``v >> 8``) or float32/float64
+            (the 0-255 scale of 8-bit frames, as OpenCV's MOG2 reads them; rounded and saturated), see
+            :func:`frame_as_8bit`. A frame of another size or channel count than the model's starts a new
+            model, with one :class:`NewModelWarning`, as OpenCV's subtractors do.
         fgmask : ndarray (H, W) of uint8, optional
-            Written with the mask and returned, as OpenCV does; None: a new array.
+            Written with the mask and returned, as OpenCV does; None, or an array of another shape or type
+            (left alone, as OpenCV's output arrays): a new array.
         learningRate : float
-            -1: the model's own policy (``update_prob``, ``fg_update_prob``);
-            0: do not update the model; in (0, 1]: probability that a background
-            pixel steps this frame (overrides ``update_prob``).
+            Negative (-1): the model's own policy (``update_prob``, ``fg_update_prob``);
+            0: do not update the model; in (0, 1): probability that a background
+            pixel steps this frame (overrides ``update_prob``); 1 or more: a new model
+            from this frame (OpenCV: "completely reinitialized from the last frame").
 
         Returns
         -------
@@ -675,8 +798,12 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
             255 foreground, 0 background (after post-processing).
         """
         lr = self._check_learning_rate(learningRate)
+        if lr >= 1.0:  # OpenCV: 1 (or more) reinitialises the model from this frame
+            self.reset()
+            lr = -1.0
         img = self._compensate_illumination(self._stabilise(self._prepare(image)))
-        self._check_fgmask(fgmask, self.input_shape_)
+        if not self._fits(fgmask, self.input_shape_):
+            fgmask = None
         self._img = img
         self._describe(img)
         if self.samples_ is None:

@@ -164,23 +164,21 @@ class OEMSubtractor(OpenCVSubtractorAPI, Checkpointable):
         self._rawmask = np.zeros((H, W), np.uint8)
 
     def _prepare(self, frame: np.ndarray) -> np.ndarray:
-        self._check_frame_type(frame)
-        if not (frame.ndim == 2 or (frame.ndim == 3 and frame.shape[2] in (1, 3))) or 0 in frame.shape[:2]:
-            raise ValueError(f"frame must be (H, W) grey or (H, W, 3) BGR, got shape {frame.shape}")
-        if self.frame_shape_ is not None and frame.shape[:2] != self.frame_shape_:
-            H, W = self.frame_shape_
-            raise ValueError(f"frame size changed from {W}x{H} to {frame.shape[1]}x{frame.shape[0]}; "
-                             "call reset() before feeding frames of another size")
-        img = frame
+        """``frame`` read as 8 bits (:func:`bgsub.models.base.frame_as_8bit`), in the model's colour and
+        smoothing, as a contiguous (H, W, C) array; a frame of another size or channel count than the model's
+        drops the model with one warning, as OpenCV's subtractors do."""
+        img = self._read_frame(frame)
         if self.params["color"] == "gray" and img.ndim == 3 and img.shape[2] == 3:
             img = cv2.cvtColor(img, cv2.COLOR_BGR2GRAY)
         if self.params["blur"] > 0:
             img = cv2.GaussianBlur(img, (0, 0), self.params["blur"], borderType=cv2.BORDER_REPLICATE)
         if img.ndim == 2:
             img = img[:, :, None]
-        if self.channels_ is not None and img.shape[2] != self.channels_:
-            raise ValueError(f"frame has {img.shape[2]} channel(s) but the model was built from {self.channels_}; "
-                             "call reset() before switching between grey and colour frames")
+        if self.frame_shape_ is not None and img.shape[:2] != self.frame_shape_:
+            H, W = self.frame_shape_
+            self._new_model(f"frame size changed from {W}x{H} to {img.shape[1]}x{img.shape[0]}")
+        elif self.channels_ is not None and img.shape[2] != self.channels_:
+            self._new_model(f"frame has {img.shape[2]} channel(s) but the model was built from {self.channels_}")
         return np.ascontiguousarray(img)
 
     # ------------------------------------------------------------------ API
@@ -189,13 +187,18 @@ class OEMSubtractor(OpenCVSubtractorAPI, Checkpointable):
 
         Parameters
         ----------
-        image : ndarray (H, W) or (H, W, 3) of uint8
+        image : ndarray (H, W), (H, W, 1), (H, W, 3) or (H, W, 4)
+            Grey, BGR or BGRA (alpha dropped) frame of uint8, uint16 (read as ``v >> 8``) or float32/float64
+            (the 0-255 scale of 8-bit frames, as OpenCV's MOG2 reads them), see
+            :func:`bgsub.models.base.frame_as_8bit`. A frame of another size or channel count than the model's
+            starts a new model, with one :class:`bgsub.NewModelWarning`, as OpenCV's subtractors do.
         fgmask : ndarray (H, W) of uint8, optional
-            Written with the mask and returned, as OpenCV does; None: a new array.
+            Written with the mask and returned, as OpenCV does; None, or an array of another shape or type
+            (left alone, as OpenCV's output arrays): a new array.
         learningRate : float
-            -1: the schedule ``eta_n = max(1/n, learning_floor)``; 0: do not
-            update; in (0, 1]: this frame's step size (1 restarts every pixel's
-            mixture at this frame).
+            Negative (-1): the schedule ``eta_n = max(1/n, learning_floor)``; 0: do not
+            update; in (0, 1): this frame's step size; 1 or more: a new model from this
+            frame (OpenCV: "completely reinitialized from the last frame").
 
         Returns
         -------
@@ -203,8 +206,11 @@ class OEMSubtractor(OpenCVSubtractorAPI, Checkpointable):
             255 foreground, 0 background (after the median filter).
         """
         lr = self._check_learning_rate(learningRate)
+        if lr >= 1.0:  # OpenCV: 1 (or more) reinitialises the model from this frame
+            self.reset()
         img = self._prepare(image)
-        self._check_fgmask(fgmask, img.shape[:2])
+        if not self._fits(fgmask, img.shape[:2]):
+            fgmask = None
         first = self.s0_ is None
         if first:
             self._allocate(img.shape[0], img.shape[1], img.shape[2])
