@@ -218,8 +218,8 @@ def _declared_layout(path, meta: dict, declared: dict) -> None:
         if name not in array_names:
             raise CheckpointError(f"{path}: {name!r:.80} is not a state array of {algo}; its arrays are "
                                   f"{', '.join(array_names)}")
-        if name == "stabilise_reference_":  # the stabiliser's grey reference: uint8 ("match") or float32 ("phase")
-            dtypes, want = (np.dtype(np.uint8), np.dtype(np.float32)), (H, W)
+        if name == "stabilise_reference_":  # the stabiliser's grey reference
+            dtypes, want = (np.dtype(np.uint8),), (H, W)
         elif name not in expected:
             raise CheckpointError(f"{path}: state {name!r} is saved, but {algo} with these parameters has none")
         else:
