@@ -289,6 +289,7 @@ class Checkpoints(Sink):
 
     def __init__(self, subtractor, path: str | os.PathLike, every: int = 100) -> None:
         from bgsub.checkpoint import algorithm_name
+        from bgsub.models.base import check_checkpoint_name
 
         if every < 1:
             raise ValueError(f"--checkpoint-every must be >= 1, got {every}")
@@ -300,6 +301,7 @@ class Checkpoints(Sink):
         self.path = Path(path)
         if self.path.is_dir():
             raise ValueError(f"--checkpoint {self.path} is a folder; give a file name ending in .npz")
+        check_checkpoint_name(self.path, writing=True)
         make_folder(self.path.parent, f"folder of {self.path.name}")
         self.every = int(every)
         self.saved = 0

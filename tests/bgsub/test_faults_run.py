@@ -354,3 +354,10 @@ def test_eval_out_never_deletes_masks_bgsub_did_not_write(tmp_path, capsys):
     assert cli(["eval", str(seq), "--algo", "knn", "--quiet", "--out", str(out)]) == 2
     assert "that bgsub did not write" in error_line(capsys, "eval")
     assert snapshot(out) == before
+
+
+def test_a_checkpoint_named_in_another_format_is_refused_before_the_first_frame(tmp_path, clip, capsys):
+    out = tmp_path / "masks"
+    assert cli(["run", str(clip), "--out", str(out), "--checkpoint", str(tmp_path / "model.yml"), "--quiet"]) == 2
+    assert ".npz name" in error_line(capsys)
+    assert not (tmp_path / "model.yml").exists() and not out.exists()
