@@ -38,8 +38,8 @@ REAL = ("cdnet2014/highway",
         "ucsd/peds", "ucsd/traffic", "ucsd/zodiac",
         "wallflower/WavingTrees")
 #: Marked ``slow`` on the real data: these sequences (120 frames, larger ones), and svmd everywhere (its frames
-#: take 5-10 times olkn's). The whole file took 7 min 40 s with a warm numba cache on the 2-core machine under a
-#: load average of 11, svmd most of it (4 min on the real data); the UCSD clips without svmd 30 s.
+#: take 5-10 times olkn's). With a warm numba cache the whole file took 4 min 6 s on the 2-core machine at a load
+#: average of 6 (7 min 40 s at 11), svmd most of it; the UCSD clips without svmd about 30 s.
 SLOW = frozenset({"cdnet2014/highway", "sbi/Board", "sbi/CAVIAR2", "sbi/CaVignal", "sbi/Foliage",
                   "sbi/IBMtest2", "sbi/Snellen", "wallflower/WavingTrees"})
 SLOW_ALGOS = frozenset({"svmd"})
