@@ -27,7 +27,9 @@ from bgsub.warmup import WARM_UP_SIZE, compile_note, run_throwaway_frames
 from bgsub.checkpoint import load as load_checkpoint
 from bgsub.metrics import ConfusionCounts
 from bgsub.pipeline import DetectedObject, MaskFiles, ObjectsFile, OverlayVideo, Pipeline, Region, Scores, Sink
+from bgsub.pipeline.paths import check_outputs, check_writable, source_path
 from bgsub.sources import SourceError, open_source
+from bgsub.writers import foreign_masks
 
 __all__ = [
     "ParamChange",
@@ -490,6 +492,15 @@ class Session:
         self.params = values
         self._install(subtractor)
 
+    def save_model(self, path: str | os.PathLike) -> Path:
+        """Save the model to ``path`` (an ``.npz`` checkpoint, written atomically); returns where.
+
+        A path that is the source, lies inside it, or cannot be written is refused
+        with a ``ValueError`` before anything is written.
+        """
+        self.check_output("model", path)
+        return self.subtractor.save(path)
+
     def load_model(self, path: str | os.PathLike) -> str:
         """Replace the model by the checkpoint at ``path`` (see :func:`bgsub.load`); return its algorithm.
 
@@ -603,8 +614,30 @@ class Session:
             self._update_sinks()
         return old
 
+    def check_output(self, kind: str, path: str | os.PathLike, *, folder: bool = False) -> None:
+        """Refuse an output ``path`` that is, contains or lies inside the open source (or another
+        running output of another kind), or that cannot be written.
+
+        Raises :class:`bgsub.pipeline.paths.OutputError` (a ``ValueError``) with a message for the user.
+        """
+        inputs = [("input", source_path(self.info.spec) if self.info is not None else None)]
+        others = [(f"the {other} output", getattr(sink, "folder", None) or getattr(sink, "path", None))
+                  for other, sink in self._outputs.items() if other != kind]
+        check_outputs(inputs + others, [(f"the {kind} output", path)])
+        check_writable(f"the {kind} output", path, folder=folder)
+
     def set_save_folder(self, folder: str | os.PathLike | None) -> None:
-        """Write every following mask into ``folder`` as ``bin%06d.png``; None stops."""
+        """Write every following mask into ``folder`` as ``bin%06d.png``; None stops.
+
+        A folder on, around or inside the source, or holding ``bin%06d.png`` files
+        bgsub did not write (which the masks would overwrite), is refused with a ``ValueError``.
+        """
+        if folder is not None:
+            self.check_output("masks", folder, folder=True)
+            foreign = foreign_masks(folder)
+            if foreign:
+                raise ValueError(f"{folder} already holds {len(foreign)} bin%06d.png file(s) that bgsub did "
+                                 "not write; the masks would overwrite them: choose another folder")
         self._start_output("masks", (lambda: MaskFiles(folder, replace=False)) if folder is not None else None)
 
     @property
@@ -627,6 +660,8 @@ class Session:
         Returns the recording that was finished, if any (its ``path`` and ``count``).
         """
         fps = (self.info.fps if self.info is not None else None) or 25.0
+        if path is not None:
+            self.check_output("overlay", path)
         return self._start_output("overlay", (lambda: OverlayVideo(path, fps)) if path is not None else None)
 
     def set_objects_file(self, path: str | os.PathLike | None) -> Sink | None:
@@ -634,6 +669,8 @@ class Session:
 
         Like :meth:`set_overlay_video`, the file appears when the recording stops.
         """
+        if path is not None:
+            self.check_output("objects", path)
         return self._start_output("objects", (lambda: ObjectsFile(path)) if path is not None else None)
 
     def output(self, kind: str) -> Sink | None:

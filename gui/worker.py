@@ -325,7 +325,7 @@ class SessionWorker(QObject):
     @Slot(str)
     def save_model(self, path: str) -> None:
         """Save the current model to ``path`` (``.npz`` checkpoint)."""
-        ok, saved = self._attempt(self.session.subtractor.save, path, doing="save the model")
+        ok, saved = self._attempt(self.session.save_model, path, doing="save the model")
         if not ok:
             return
         self.info.emit(f"model saved to {saved} after {self.session.subtractor.n_frames_} frames")

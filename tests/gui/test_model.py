@@ -225,8 +225,41 @@ def test_mask_folder_that_cannot_be_created(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     session = Session(algo="knn")
-    with pytest.raises(OSError, match="cannot create the mask folder"):
+    with pytest.raises(ValueError, match="is a file, not a folder"):
         session.set_save_folder(blocker / "masks")
+
+
+def test_outputs_onto_or_inside_the_source_are_refused_and_write_nothing(tiny_sequence, tmp_path):
+    before = {p: p.read_bytes() for p in tiny_sequence.rglob("*") if p.is_file()}
+    session = Session(algo="olkn")
+    session.open(tiny_sequence)
+    for folder in (tiny_sequence, tiny_sequence / "input", tiny_sequence / "masks", tmp_path.parent):
+        with pytest.raises(ValueError, match="the masks output"):
+            session.set_save_folder(folder)
+    frame = next(p for p in sorted(before) if p.suffix in (".jpg", ".png"))
+    with pytest.raises(ValueError, match="lies inside the input folder"):
+        session.set_overlay_video(frame)
+    with pytest.raises(ValueError, match="inside"):
+        session.set_objects_file(tiny_sequence / "objects.jsonl")
+    session.step()
+    with pytest.raises(ValueError, match="inside"):
+        session.save_model(tiny_sequence / "model.npz")
+    assert session.save_folder is None and session.output("overlay") is None
+    assert {p: p.read_bytes() for p in tiny_sequence.rglob("*") if p.is_file()} == before
+    saved = session.save_model(tmp_path / "model.npz")
+    assert saved.exists()
+    session.close()
+
+
+def test_a_mask_folder_holding_other_masks_is_refused(tiny_sequence, tmp_path):
+    folder = tmp_path / "theirs"
+    folder.mkdir()
+    cv2.imwrite(str(folder / "bin000001.png"), np.zeros((48, 64), np.uint8))
+    session = Session(algo="knn")
+    session.open(tiny_sequence)
+    with pytest.raises(ValueError, match="did not write"):
+        session.set_save_folder(folder)
+    session.close()
 
 
 def test_latest_frame_reader_drops_frames_instead_of_lagging():
