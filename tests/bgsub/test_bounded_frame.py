@@ -170,11 +170,11 @@ def test_frame_ab_script_times_the_kernel_on_one_state(highway, tmp_path, capsys
     assert "CDnet highway not found" in capsys.readouterr().err
 
 
-def test_primal_rule_runs_the_exact_engine():
-    # eq. 68 reads f after every step, which a bound does not give
-    sub = bgsub.createOLKN(rho_rule="primal")
-    assert not sub._bounded()
+def test_the_bounded_engine_runs_unless_exact_scores_or_texture_are_asked_for():
     assert bgsub.createOLKN()._bounded()
+    assert bgsub.createOLKN(rho_rule="paper")._bounded()
+    assert not bgsub.createOLKN(score_map="exact")._bounded()
+    assert not bgsub.createOLKN(texture=20.0)._bounded()
 
 
 def test_gaussian_slope_bounds_the_table():
