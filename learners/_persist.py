@@ -436,6 +436,9 @@ def _estimator_meta(path, meta: dict) -> tuple[dict, dict, list]:
                                   f"{'table of values' if kind is dict else 'list of names'}")
     if not all(isinstance(v, _SCALARS) or isinstance(v, dict) for v in params.values()):
         raise CheckpointError(f"{path}: its parameters hold values that are not plain numbers, strings or tables")
+    bad = [k for k, v in params.items() if isinstance(v, float) and not math.isfinite(v)]
+    if bad:
+        raise CheckpointError(f"{path}: its parameter {bad[0]} = {params[bad[0]]!r} is not a finite number")
     if not all(isinstance(v, _SCALARS) for v in scalars.values()):
         raise CheckpointError(f"{path}: its state values are not plain numbers or strings")
     return params, scalars, strings

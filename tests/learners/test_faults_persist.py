@@ -113,6 +113,15 @@ def test_scalars_never_become_arbitrary_attributes(valid, tmp_path):
         learners.OLKClassifier.load(_edited(valid, tmp_path, unknown_meta))
 
 
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_a_non_finite_parameter_is_refused(valid, tmp_path, value):
+    def edit(meta, arrays):
+        meta["params"]["random_state"] = value
+
+    with pytest.raises(CheckpointError, match="parameter random_state = .* is not a finite number"):
+        learners.OLKClassifier.load(_edited(valid, tmp_path, edit))
+
+
 @pytest.mark.parametrize("what", ["nan_coef", "nan_scale", "inf_offset_state", "inf_offset_value", "nan_width",
                                   "nan_calibrator", "huge_steps"])
 def test_non_finite_state_is_refused(valid, tmp_path, what):
