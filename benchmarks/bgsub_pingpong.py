@@ -1,8 +1,8 @@
 """Short clips as long streams: each sequence played forwards and backwards until it is long.
 
 The UCSD dynamic-background clips last 25-71 frames, so the dev data cannot show what
-a subtractor does after hundreds of frames of water or leaves (the unseen sequences
-of issue 13 include a long waving-trees video). This script plays each clip
+a subtractor does after hundreds of frames of water or leaves (a long waving-trees
+video, for one). This script plays each clip
 forwards, then backwards, then forwards again ... (``1 2 .. n n-1 .. 2 1 2 ..``) for
 ``--length`` frames, scores every frame that has ground truth after the clip's own
 warm-up, and prints, for each quarter of the stream, the F-measure and the false

@@ -1,8 +1,8 @@
 """Interleaved fps of olkn settings against OpenCV KNN on the same 160 highway frames (320x240).
 
-Compares the current defaults with the setting before issue 13 and with phase
-stabilisation, in the same rounds, so the ratios are comparable on a loaded
-machine (absolute fps are not). Results are in docs/parameters.md (Speed).
+Compares the current defaults with the earlier setting (the paper's offset rule, no
+diffusion, no bootstrap spread) and with other settings, in the same rounds, so the
+ratios are comparable on a loaded machine (absolute fps are not).
 
 Usage::
 
@@ -20,7 +20,7 @@ import numpy as np
 
 SETTINGS = {
     "olkn (defaults)": {},
-    "olkn before issue 13": dict(rho_rule="paper", diffuse_prob=0.0, init_radius=1),
+    "olkn, earlier setting": dict(rho_rule="paper", diffuse_prob=0.0, init_radius=1),
     "olkn blink_gain=0.5": dict(blink_gain=0.5),
     "olkn fill_holes=300": dict(fill_holes=300),
 }

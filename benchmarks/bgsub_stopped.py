@@ -3,7 +3,7 @@
 A 40x40 colour scene with sensor noise; at frame 100 an object arrives and stays
 for good. Prints, for each setting, the recall on the object (raw mask, before
 post-processing) in windows after its arrival, and the first frame after which
-recall stays below 0.5 ("absorbed after"). Results are in docs/parameters.md.
+recall stays below 0.5 ("absorbed after"). Results are in docs/tuning.md.
 
 Usage::
 
@@ -50,7 +50,7 @@ def main() -> int:
         "default, fg_update_prob=0": dict(fg_update_prob=0.0),
         "default, diffuse_prob=0": dict(diffuse_prob=0.0),
         "default, rho_rule=paper": dict(rho_rule="paper"),
-        "default, rho_rule=paper, diffuse_prob=0 (before issue 13)": dict(rho_rule="paper", diffuse_prob=0.0,
+        "default, rho_rule=paper, diffuse_prob=0, init_radius=1": dict(rho_rule="paper", diffuse_prob=0.0,
                                                                         init_radius=1),
     }
     out = {name: absorption(p) for name, p in settings.items()}

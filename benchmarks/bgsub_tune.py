@@ -1,6 +1,6 @@
 """Tune subtractor parameters on CDnet-layout sequences, and cross-validate them.
 
-Used to choose the defaults of ``olkn`` and ``norma`` (see ``docs/parameters.md``).
+Used to choose the defaults of ``olkn`` and ``norma`` (see ``docs/tuning.md``).
 Frames are decoded once per worker process and kept in memory; each (config,
 sequence) pair is one job, scored the CDnet way with :mod:`bgsub.metrics`.
 
@@ -286,8 +286,8 @@ def resolve_configs(table, algo):
     """``table`` re-keyed by each config's full parameter set (missing keys = ``algo``'s current defaults).
 
     Candidate files spell out only the swept parameters; two spellings of the same
-    configuration (e.g. the defaults in two rounds' files) are merged into one row.
-    Rows written since the ninth round of issue 13 carry every parameter as run
+    configuration (e.g. the defaults in two runs' files) are merged into one row.
+    Rows that record ``resolved`` carry every parameter as run
     (``resolved``) and are keyed by it, so a later change of a default does not move
     them; older rows are completed with the current defaults, which is right only
     while those are the defaults they ran with.

@@ -11,8 +11,8 @@ accumulators, samples, coefficients and rings are those of the module in the tre
 
     python benchmarks/bounded_frame_ab.py --size 1280x720 --reps 15 /tmp/variant.py
 
-Variants may take the kernel's arguments of an earlier round (the ``(H, W)`` scratch arguments
-``todo``, ``todo_q``, ``todo_f`` before the fourteenth round, no ``filling`` before it), so that
+Variants may take the kernel's arguments of an earlier version (the ``(H, W)`` scratch arguments
+``todo``, ``todo_q``, ``todo_f``, and no ``filling``), so that
 the module at an earlier commit (``git show REV:bgsub/models/_bounded_frame.py > /tmp/old.py``)
 can be timed beside the current one. Each variant is compiled afresh in a temporary folder
 (about half a minute each).

@@ -5,7 +5,7 @@ expansion: each estimator first learns ``budget`` rows, then the script times
 ``predict_one`` + ``learn_one`` over further rows, dict rows and array rows, and
 ``partial_fit`` / ``predict`` with one-row batches (the scikit-learn way) for
 comparison. Each figure is the best of 5 runs over the same rows (the rows are
-learnt again in each run, so the expansion stays full). Target (issue 15): predict_one + learn_one <= 30 us per row at budget
+learnt again in each run, so the expansion stays full). Target: predict_one + learn_one <= 30 us per row at budget
 512 and <= 64 features. Prints one line per case and the ratio to the target.
 
 Usage::

@@ -1,8 +1,8 @@
 """The published state of the art as peers: SuBSENSE, LOBSTER, PBAS and ViBe from BGSLibrary.
 
-Issue 13 measures the kernel subtractors against SuBSENSE (St-Charles et al. 2015), PBAS
+The kernel subtractors are measured against SuBSENSE (St-Charles et al. 2015), PBAS
 (Hofmann et al. 2012), LOBSTER (St-Charles & Bilodeau 2014) and ViBe (Barnich & Van Droogenbroeck
-2011); issue 14 against their speed. Their reference C++ implementations ship in BGSLibrary
+2011), for quality and for speed. Their reference C++ implementations ship in BGSLibrary
 (Sobral 2013, MIT licence), whose official Python wrapper is ``pybgs`` on PyPI. It is optional: it
 builds from source against OpenCV's C++ library (``apt install libopencv-dev cmake`` on Debian, then
 ``pip install pybgs``, a few minutes). Where it imports, this module registers ``subsense``,

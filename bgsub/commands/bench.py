@@ -33,7 +33,7 @@ __all__ = ["add_arguments", "main", "load_frames", "benchmark"]
 
 DEFAULT_SIZES = ("320x240", "1280x720", "1920x1080")
 DEFAULT_ALGOS = ("olkn", "norma", "knn", "mog2")
-#: Untimed frames before the timed ones (10 before issue 14's ninth round).
+#: Untimed frames before the timed ones (OpenCV's KNN runs its first frames up to 1.5x slower).
 DEFAULT_WARMUP = 60
 
 

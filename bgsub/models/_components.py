@@ -6,7 +6,7 @@ neighbouring rows that touch are joined in a union-find, each component's area i
 runs' lengths, and only the runs of the components chosen are written. A 1280x720 mask of the
 highway sequence took 1.5 ms (``min_area``) and 3.2 ms (``fill_holes``) through OpenCV's
 ``connectedComponents`` and a pass over its labels; on runs it takes a small fraction of that
-(docs/performance.md, fourteenth round).
+(docs/performance.md).
 
 Foreground components are 8-connected (runs in neighbouring rows touch when they overlap or meet at
 a corner); background components, the holes, are 4-connected (the runs must overlap), as OpenCV

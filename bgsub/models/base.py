@@ -162,7 +162,7 @@ def binary_median(mask: np.ndarray, k: int) -> np.ndarray:
     # background: only the bands of rows that can hold foreground are filtered (their k // 2 rows of context
     # with them, so that every window reads the rows it reads in the whole mask; at the mask's edges the
     # band's edge is the mask's, replicated alike). Foreground is sparse in most frames: about half of a
-    # highway frame's rows are filtered, 1.38 -> 0.80 ms at 1920x1080 (docs/performance.md, sixteenth round).
+    # highway frame's rows are filtered, 1.38 -> 0.80 ms at 1920x1080 (docs/performance.md).
     H = mask.shape[0]
     r = k // 2
     # each row's sum, with its edge values as often again as the replicated border repeats them in a window

@@ -62,19 +62,19 @@ OLKN_PRESETS = {
               "color": "bgr", "init": "empty", "update_prob": 1.0, "fg_update_prob": 1.0,
               "update_mask": "raw", "median": 0, "min_area": 0, "fill_holes": 0, "median_max": 0, "init_radius": 1,
               "diffuse_prob": 0.0, "blink_gain": 0.0, "stabilise": "off", "warmup_frames": 0, "illumination": "off"},
-    # The presets keep the parameters they were measured with where the defaults moved since (the eleventh round's
-    # illumination compensation and diffuse_prob 0.1: the compensation's fixed cost is a large share of the fast
-    # preset's small frames; the fourteenth round's component filters, min_area 10 and fill_holes 100; the
-    # fifteenth round's larger median while the mask is cluttered, median_max 9).
+    # The presets keep the parameters they were measured with where the defaults moved since (the illumination
+    # compensation and diffuse_prob 0.1: the compensation's fixed cost is a large share of the fast preset's small
+    # frames; the component filters, min_area 10 and fill_holes 100; the larger median while the mask is
+    # cluttered, median_max 9).
     # HD at speed: the model at a quarter of the frame size, a 3x3 median there (docs/performance.md);
-    # without the blink feedback, and with the kernel and offset of the defaults before issue 13's eighth
-    # round: at a quarter of the size the narrower kernel and the stabiliser lose on the jittered copies
-    # (docs/parameters.md, "The fast preset with the new defaults"); the bootstrap's radius as measured then (3)
+    # without the blink feedback, and with the wider kernel and offset of the earlier defaults: at a quarter of
+    # the size the narrower kernel and the stabiliser lose on the jittered copies (docs/parameters.md,
+    # "Presets"); the bootstrap's radius as measured then (3)
     "fast": {"process_scale": 0.25, "median": 3, "blink_gain": 0.0, "width": 40.0, "nu": 0.1, "C": 0.2,
              "rho_nu": 0.1, "stabilise": "off", "warmup_frames": 0, "init_radius": 3, "illumination": "off",
              "diffuse_prob": 0.2, "min_area": 0, "fill_holes": 0, "median_max": 0},
-    # offline quality: LOBSTER's inter-frame LBSP in a product kernel with colour, with the stabiliser (issue 13's
-    # seventh and eighth rounds: dev mean F 0.567 plain, 0.564 jittered, in sample, with the bootstrap radius 3
+    # offline quality: LOBSTER's inter-frame LBSP in a product kernel with colour, with the stabiliser (docs/tuning.md:
+    # dev mean F 0.567 plain, 0.564 jittered, in sample, with the bootstrap radius 3
     # of then) at about 0.06x KNN's speed (its textured sums stop once they decide: fk.olkn_frame's ``early``)
     "accurate": {"texture": 100.0, "texture_mode": "inter", "width": 30.0, "nu": 0.5, "C": 1.0, "rho_nu": 0.1,
                  "warmup_frames": 0, "init_radius": 3, "illumination": "off", "diffuse_prob": 0.2, "min_area": 0,

@@ -7,7 +7,7 @@ import pytest
 
 import bgsub
 from bgsub.augment import translate
-from tests.bgsub._params import ROUND7
+from tests.bgsub._params import WIDE_KERNEL
 
 QUIET = dict(median=0)
 
@@ -21,7 +21,7 @@ def _scene(T, H=32, W=40, seed=0):
 
 
 def test_reset_rebuilds_the_gaussian_table_for_a_new_channel_count():
-    # issue 9: grey frames, reset(), colour frames at width >= 64 used to keep the grey table
+    # grey frames, reset(), colour frames at width >= 64 used to keep the grey table
     # (25 790 entries sized for 1 channel), so colour distances fell off its end: kernel 0, all foreground
     grey = _scene(5)[..., 0]
     colour = _scene(30, seed=1)
@@ -80,7 +80,7 @@ def test_quantile_offset_lowers_the_threshold_of_a_dynamic_pixel():
     frames[:, :, :20] = np.clip(frames[:, :, :20].astype(int) + wave, 0, 255).astype(np.uint8)
     flagged = {}
     for rule in ("paper", "quantile"):
-        sub = bgsub.create("olkn", rho_rule=rule, diffuse_prob=0.0, **QUIET, **ROUND7)
+        sub = bgsub.create("olkn", rho_rule=rule, diffuse_prob=0.0, **QUIET, **WIDE_KERNEL)
         masks = np.array([sub.apply(fr) for fr in frames])
         flagged[rule] = masks[200:, :, :20].mean() / 255
         if rule == "quantile":

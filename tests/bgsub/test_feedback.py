@@ -1,4 +1,4 @@
-"""Per-pixel decision feedback (blinking pixels), neighbour matching and hole filling (issue 13)."""
+"""Per-pixel decision feedback (blinking pixels), neighbour matching and hole filling."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import bgsub
 from bgsub.models._components import count_components
 from bgsub.models.base import binary_median, fill_holes, remove_small
 from learners import steps
-from tests.bgsub._params import ROUND7
+from tests.bgsub._params import WIDE_KERNEL
 
 QUIET = dict(median=0)
 
@@ -81,7 +81,7 @@ def test_blink_feedback_quiets_flickering_pixels(algo):
     W = frames.shape[2]
     result = {}
     for gain in (0.0, 0.6):
-        kernel = ROUND7 if algo == "olkn" else {}  # the median keeps objects' output clean: their edges
+        kernel = WIDE_KERNEL if algo == "olkn" else {}  # the median keeps objects' output clean: their edges
         sub = bgsub.create(algo, blink_gain=gain, **kernel)
         fp = rec = 0.0  # do not count as blinks
         for t, fr in enumerate(frames):
@@ -114,7 +114,7 @@ def test_frames_do_not_depend_on_threads(update_mask):
 
 def test_learning_rate_zero_freezes_the_blink_accumulators():
     frames, _ = _flicker_scene(40)
-    sub = bgsub.create("olkn", blink_gain=0.5, **ROUND7)
+    sub = bgsub.create("olkn", blink_gain=0.5, **WIDE_KERNEL)
     for fr in frames[:30]:
         sub.apply(fr)
     before = sub.blink_.copy()

@@ -13,7 +13,7 @@ import bgsub
 from bgsub.checkpoint import CheckpointError
 from bgsub.models import _texture
 from learners._persist import read_checkpoint, write_checkpoint
-from tests.bgsub._params import ROUND7
+from tests.bgsub._params import WIDE_KERNEL
 
 # ----------------------------------------------------------------- the descriptor against its transcription
 
@@ -93,7 +93,7 @@ def _flagged(params, last):
     """Fraction of ``last(frame)`` flagged after 40 frames of the checkered background (whole frame, or the
     patch ``[8:24, 10:30]`` where ``last`` pastes one)."""
     frames = _checker_scene(41)
-    sub = bgsub.create("olkn", median=0, **{**ROUND7, **params})
+    sub = bgsub.create("olkn", median=0, **{**WIDE_KERNEL, **params})
     for f in frames[:40]:
         sub.apply(np.clip(f, 0, 255).astype(np.uint8))
     img, region = last(frames[40])
