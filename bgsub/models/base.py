@@ -679,8 +679,8 @@ class PixelKernelSubtractor(OpenCVSubtractorAPI, Checkpointable):
         self._score = None
         self._mask = None
         self._img = None
-        # derived tables depend on the channel count of the next stream (issue 9:
-        # grey frames, reset(), colour frames used to keep the grey Gaussian table)
+        # derived tables depend on the channel count of the next stream (grey frames,
+        # reset(), then colour frames must not keep the grey Gaussian table)
         self._lut = None
         self._decay_value = None
         self.stabilise_reference_ = None
