@@ -259,7 +259,7 @@ def mutate_bytes(data: bytes, op: str, where: float, choice: int) -> tuple[bytes
 def write_mutant(path: Path, valid: Path, op: str, pick: int, where: float, choice: int) -> str:
     """Write the mutant of the checkpoint ``valid`` to ``path`` with its checksum recomputed, as an editor
     would (byte-level mutations: as they fall); returns its description."""
-    from learners._persist import _checksum, read_checkpoint
+    from learners._persist import read_checkpoint
 
     if op in ("truncate", "flip"):
         data, what = mutate_bytes(valid.read_bytes(), op, where, choice)
@@ -267,13 +267,21 @@ def write_mutant(path: Path, valid: Path, op: str, pick: int, where: float, choi
         return what
     meta, arrays = read_checkpoint(valid)
     meta, arrays, what = mutate(meta, arrays, op, pick, where, choice)
+    write_edited(path, meta, arrays)
+    return what
+
+
+def write_edited(path: Path, meta: dict, arrays: dict) -> Path:
+    """A checkpoint of ``meta`` and ``arrays`` with its checksum recomputed (what anyone editing one can do)."""
+    from learners._persist import _checksum
+
     text = json.dumps(meta, sort_keys=True, allow_nan=True)
     payload = {"a." + k: v for k, v in arrays.items()}
     payload["meta"] = np.array(text)
     payload["checksum"] = np.array(_checksum(text, arrays))
     with open(path, "wb") as fh:
         np.savez(fh, **payload)
-    return what
+    return Path(path)
 
 
 def case(seed: int, index: int) -> tuple[str, int, float, int]:

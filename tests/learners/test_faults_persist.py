@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import learners
 from learners import _stream
-from learners._persist import CheckpointError, _checksum, read_checkpoint
+from learners._persist import CheckpointError, read_checkpoint
 
 _FUZZ_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "checkpoint_fuzz.py"
 
@@ -45,22 +45,11 @@ def valid(tmp_path_factory) -> Path:
     return path
 
 
-def _write(path: Path, meta: dict, arrays: dict) -> Path:
-    """A checkpoint of ``meta`` and ``arrays`` with its checksum recomputed (what an editor can do)."""
-    text = json.dumps(meta, sort_keys=True, allow_nan=True)
-    payload = {"a." + k: v for k, v in arrays.items()}
-    payload["meta"] = np.array(text)
-    payload["checksum"] = np.array(_checksum(text, arrays))
-    with open(path, "wb") as fh:
-        np.savez(fh, **payload)
-    return path
-
-
 def _edited(valid: Path, tmp_path: Path, edit) -> Path:
     meta, arrays = read_checkpoint(valid)
     arrays = {k: v.copy() for k, v in arrays.items()}
     edit(meta, arrays)
-    return _write(tmp_path / "edited.npz", meta, arrays)
+    return fuzz.write_edited(tmp_path / "edited.npz", meta, arrays)
 
 
 def test_the_valid_checkpoint_loads_and_predicts_the_same(valid):
