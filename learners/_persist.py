@@ -176,12 +176,17 @@ def _entry_header(zf: zipfile.ZipFile, info: zipfile.ZipInfo, path) -> tuple[np.
     name = info.filename
     with zf.open(info) as fh:
         version = np.lib.format.read_magic(fh)
-        if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh, max_header_size=_NPY_HEADER_MAX)
-        elif version == (2, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh, max_header_size=_NPY_HEADER_MAX)
-        else:
+        read_header = {(1, 0): np.lib.format.read_array_header_1_0,
+                       (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+        if read_header is None:
             raise CheckpointError(f"{path}: entry {name!r} has .npy format {version}, not one this library writes")
+        try:
+            shape, fortran, dtype = read_header(fh, max_header_size=_NPY_HEADER_MAX)
+        except (*_ZIP_ERRORS, MemoryError):
+            raise
+        except Exception as exc:  # numpy parses the header text as a Python literal: any parser error
+            raise CheckpointError(f"{path} is damaged: the header of entry {name!r} does not parse "
+                                  f"({type(exc).__name__})") from None
         offset = fh.tell()
     if dtype.hasobject or dtype.kind not in _ARRAY_KINDS or dtype.itemsize == 0 or not dtype.isnative:
         raise CheckpointError(f"{path}: entry {name!r} holds {dtype.str} values; a checkpoint holds only "
