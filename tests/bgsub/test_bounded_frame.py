@@ -14,6 +14,7 @@ from bgsub import checkpoint
 from bgsub.models import _bounded_frame as bf
 from bgsub.pipeline import Pipeline
 from learners.kernels import gaussian_lut
+from tests._scripts import load_benchmark
 
 STATE = ("samples_", "coef_", "ring_", "rho_", "blink_", "prev_mask_", "post_mask_")
 
@@ -156,13 +157,7 @@ def test_buffers_that_fill_after_a_checkpoint_keep_the_bounded_engine_exact(tmp_
 def test_frame_ab_script_times_the_kernel_on_one_state(highway, tmp_path, capsys):
     """benchmarks/bounded_frame_ab.py runs the tree's kernel on one frame and state (a variant module, compiled
     afresh, would take most of a minute here); without the data it says where it looked."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bounded_frame_ab.py"
-    spec = importlib.util.spec_from_file_location("bounded_frame_ab", path)
-    ab = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ab)
+    ab = load_benchmark("bounded_frame_ab")
     assert ab.main(["--size", "64x48", "--reps", "2", "--data", str(highway.parents[2])]) == 0
     out = capsys.readouterr().out
     assert "64x48" in out and "same as the tree's: True" in out

@@ -14,7 +14,6 @@ given as the config, get a message naming the file.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import tempfile
 import tracemalloc
@@ -30,19 +29,10 @@ import bgsub
 from bgsub.checkpoint import CheckpointError
 from learners._persist import read_checkpoint
 from tests.bgsub.test_fuzz import assert_clean_outcome, run_cli
+from tests._scripts import load_benchmark
 
-_FUZZ_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "checkpoint_fuzz.py"
 ALGOS = ("olkn", "norma", "svmd", "oem")
-
-
-def _fuzz_script():
-    spec = importlib.util.spec_from_file_location("checkpoint_fuzz", _FUZZ_PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-fuzz = _fuzz_script()
+fuzz = load_benchmark("checkpoint_fuzz")
 
 
 @pytest.fixture(scope="module")

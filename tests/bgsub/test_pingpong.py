@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import pytest
 
 from bgsub.sample import sample_sequence
+from tests._scripts import load_benchmark
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "bgsub_pingpong.py"
-_spec = importlib.util.spec_from_file_location("bgsub_pingpong", _PATH)
-pingpong = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(pingpong)
+pingpong = load_benchmark("bgsub_pingpong")
 
 
 def test_playback_goes_forwards_and_backwards_without_repeating_the_ends():

@@ -1,23 +1,17 @@
 """The per-stage profile (benchmarks/bgsub_profile.py) times apply's own stages and leaves nothing wrapped."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 
 import bgsub
 from bgsub.models import _components
 from bgsub.models import base as _base
-
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "bgsub_profile.py"
+from tests._scripts import load_benchmark
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("bgsub_profile", _PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("bgsub_profile")
 
 
 def _frames(n, h=48, w=64):

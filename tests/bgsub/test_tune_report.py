@@ -3,16 +3,12 @@ spellings, the summary rows, and the two-candidate cross-validation against a re
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
+from tests._scripts import load_benchmark
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "bgsub_tune.py"
-_spec = importlib.util.spec_from_file_location("bgsub_tune", _PATH)
-tune = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tune)
+tune = load_benchmark("bgsub_tune")
 
 GROUPS = {"highway": "cdnet", "highway+jitter": "cdnet", "Board": "sbi", "Board+jitter": "sbi",
           "birds": "ucsd", "birds+jitter": "ucsd"}

@@ -10,7 +10,6 @@ in range and runs.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import tempfile
 import tracemalloc
@@ -24,18 +23,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import learners
 from learners import _stream
 from learners._persist import CheckpointError, read_checkpoint
+from tests._scripts import load_benchmark
 
-_FUZZ_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "checkpoint_fuzz.py"
-
-
-def _fuzz_script():
-    spec = importlib.util.spec_from_file_location("checkpoint_fuzz", _FUZZ_PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-fuzz = _fuzz_script()
+fuzz = load_benchmark("checkpoint_fuzz")
 
 
 @pytest.fixture(scope="module")
