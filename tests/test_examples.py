@@ -12,7 +12,7 @@ from pathlib import Path
 import cv2
 import pytest
 
-from bgsub.synthetic import SceneConfig, SyntheticScene
+from tests.bgsub.test_sources import write_test_video
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -28,14 +28,7 @@ def run_example(name: str, *args, timeout: float = 600) -> subprocess.CompletedP
 
 def write_video(path: Path, frames: int = 12, size=(64, 48), seed: int = 3) -> Path:
     """A tiny MJPG video of the synthetic street scene."""
-    scene = SyntheticScene(SceneConfig(width=size[0], height=size[1], frames=frames, seed=seed, objects=1,
-                                       first_object=2, warmup=2))
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 25.0, size)
-    assert writer.isOpened()
-    for t in range(1, frames + 1):
-        writer.write(scene.render(t)[0])
-    writer.release()
-    return path
+    return write_test_video(path, frames, size, "MJPG", seed, objects=1, first_object=2, warmup=2)
 
 
 def count_frames(path: Path) -> int:

@@ -26,6 +26,7 @@ import pytest
 
 from bgsub.cli import main as cli
 from bgsub.synthetic import SceneConfig, SyntheticScene, write_sequence
+from tests.bgsub.test_sources import write_test_video
 from bgsub.writers import MaskWriter, list_masks
 
 SIZE = (64, 48)
@@ -34,14 +35,7 @@ FRAMES = 20
 
 def write_clip(path: Path, frames: int = FRAMES) -> Path:
     """A small MJPG AVI of the synthetic street scene."""
-    scene = SyntheticScene(SceneConfig(width=SIZE[0], height=SIZE[1], frames=frames, seed=4, objects=2,
-                                       first_object=2, warmup=4))
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 25.0, SIZE)
-    assert writer.isOpened()
-    for t in range(1, frames + 1):
-        writer.write(scene.render(t)[0])
-    writer.release()
-    return path
+    return write_test_video(path, frames, SIZE, "MJPG", 4, objects=2, first_object=2, warmup=4)
 
 
 def frame_chunks(data: bytes) -> list[tuple[int, int]]:

@@ -26,12 +26,15 @@ from bgsub.synthetic import SceneConfig, SyntheticScene, write_sequence
 SMALL = SceneConfig(width=96, height=72, frames=30, seed=5, objects=3, first_object=3, warmup=5)
 
 
-def write_test_video(path: Path, frames: int = 30, size=(96, 72), fourcc: str | None = None, seed: int = 5) -> Path:
-    """A small real video of the synthetic scene (MJPG .avi or mp4v .mp4)."""
+def write_test_video(path: Path, frames: int = 30, size=(96, 72), fourcc: str | None = None, seed: int = 5, *,
+                     objects: int = 3, first_object: int = 3, warmup: int | None = None) -> Path:
+    """A small real video of the synthetic scene (MJPG .avi or mp4v .mp4); ``warmup`` defaults to
+    ``min(5, frames - 1)``."""
     path = Path(path)
     fourcc = fourcc or ("mp4v" if path.suffix == ".mp4" else "MJPG")
+    warmup = min(5, frames - 1) if warmup is None else warmup
     scene = SyntheticScene(SceneConfig(width=size[0], height=size[1], frames=frames, seed=seed,
-                                       objects=3, first_object=3, warmup=min(5, frames - 1)))
+                                       objects=objects, first_object=first_object, warmup=warmup))
     w = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*fourcc), 25.0, size)
     assert w.isOpened()
     for t in range(1, frames + 1):
