@@ -33,8 +33,8 @@ def main(argv=None) -> int:
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--algo", default="olkn")
     args = p.parse_args(argv)
-    from bgsub.commands.batch import run_batch
-    from bgsub.jobs import available_cores
+    from bgsub.batch import run_batch
+    from bgsub.batch.threads import available_cores
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,7 +1,7 @@
 """Where outputs may go: never onto, around or inside an input, and only where they can be written.
 
-Every command that writes (``run``, ``demo``, ``eval``) and the desktop app check
-their outputs here before they read a frame:
+Every command that writes (``run``, ``demo``, ``eval``, ``batch``) and the desktop app
+check their outputs here before they read a frame:
 
 * :func:`check_outputs` refuses an output that is an input (the same file or
   folder after resolving symbolic links, or a hard link to it), contains one,
@@ -9,10 +9,12 @@ their outputs here before they read a frame:
 * :func:`check_writable` refuses an output whose folder is a file, or a folder
   this process cannot create files in (tried with a real temporary file, so it
   also holds for root and for read-only mounts);
+* :func:`check_mask_folder` refuses a mask folder holding ``bin%06d.png`` files
+  bgsub did not write (the masks would overwrite or mix with them);
 * :func:`source_path` is the file or folder an :func:`bgsub.sources.open_source`
   spec reads (None for cameras and streams).
 
-Both raise :class:`OutputError` (a ``ValueError``) with a one-line message
+The checks raise :class:`OutputError` (a ``ValueError``) with a one-line message
 naming the option, the path and what to do.
 """
 
@@ -23,7 +25,8 @@ import re
 from pathlib import Path
 from typing import Iterable
 
-__all__ = ["OutputError", "check_outputs", "check_writable", "source_path", "real_path"]
+__all__ = ["OutputError", "check_outputs", "check_writable", "check_mask_folder", "probe_folder", "source_path",
+           "real_path"]
 
 Labelled = Iterable[tuple[str, "str | os.PathLike | None"]]
 
@@ -70,7 +73,8 @@ def _what(label: str, path: Path) -> str:
     return f"the {label} {kind} {path}"
 
 
-def check_outputs(inputs: Labelled, outputs: Labelled, *, may_replace: Iterable[tuple[str, str]] = ()) -> None:
+def check_outputs(inputs: Labelled, outputs: Labelled, *, may_replace: Iterable[tuple[str, str]] = (),
+                  may_lie_inside: Iterable[str] = ()) -> None:
     """Refuse any output that is, contains or lies inside an input, and two outputs naming one file.
 
     Parameters
@@ -82,13 +86,16 @@ def check_outputs(inputs: Labelled, outputs: Labelled, *, may_replace: Iterable[
     may_replace : iterable of (option, label)
         Pairs where the output may be the input itself: ``("--checkpoint", "--resume")``
         (the checkpoint is read whole before it is written again).
+    may_lie_inside : iterable of str
+        Labels of input folders an output may lie inside: ``"input"`` for a
+        batch's input tree, whose scan skips the output folder.
 
     Raises
     ------
     OutputError
         Naming the output, the input and what to do.
     """
-    allowed = set(may_replace)
+    allowed, inside_ok = set(may_replace), set(may_lie_inside)
     ins = [(label, Path(p), real_path(p)) for label, p in inputs if p is not None]
     outs = [(label, Path(p), real_path(p)) for label, p in outputs if p is not None]
     for option, given, out in outs:
@@ -104,7 +111,7 @@ def check_outputs(inputs: Labelled, outputs: Labelled, *, may_replace: Iterable[
             if _inside(inp, out):
                 raise OutputError(f"{option} {given} contains {_what(label, in_given)}: outputs would mix with "
                                   "the input (and could replace it); choose a folder outside it")
-            if _inside(out, inp):
+            if _inside(out, inp) and label not in inside_ok:
                 raise OutputError(f"{option} {given} lies inside {_what(label, in_given)}: outputs would mix "
                                   "with the input; choose a place outside it")
     for i, (option, given, out) in enumerate(outs):
@@ -114,9 +121,10 @@ def check_outputs(inputs: Labelled, outputs: Labelled, *, may_replace: Iterable[
                                   "output its own")
 
 
-def _probe(folder: Path) -> None:
-    """Create and remove a temporary file in ``folder``; raises OSError when that cannot be done."""
-    probe = folder / f".bgsub-probe.partial-{os.getpid()}-{os.urandom(3).hex()}"
+def probe_folder(folder: str | os.PathLike) -> None:
+    """Create and remove a temporary file in ``folder`` (a real test, not ``os.access``, which is wrong for root
+    and for some network file systems); raises OSError when that cannot be done."""
+    probe = Path(folder) / f".bgsub-probe.partial-{os.getpid()}-{os.urandom(3).hex()}"
     fd = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     os.close(fd)
     os.unlink(probe)
@@ -155,8 +163,21 @@ def check_writable(option: str, path: str | os.PathLike, *, folder: bool = False
     if not existing.is_dir():
         raise OutputError(f"{option} {path}: {existing} is a file, not a folder; choose a path in a folder")
     try:
-        _probe(existing)
+        probe_folder(existing)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise OutputError(f"{option} {path}: the folder {existing} is not writable ({reason}); choose a folder "
                           "you can write to") from None
+
+
+def check_mask_folder(option: str, folder: str | os.PathLike) -> None:
+    """Refuse a mask folder that holds ``bin%06d.png`` files bgsub did not write (the masks would overwrite or mix
+    with them); bgsub's own masks of an earlier run are fine (they are replaced)."""
+    from bgsub.writers import foreign_masks
+
+    foreign = foreign_masks(folder)
+    if foreign:
+        names = ", ".join(p.name for p in foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise OutputError(f"{option} {folder} already holds {len(foreign)} bin%06d.png file(s) that bgsub did not "
+                          f"write ({names}); this run would overwrite or mix with them: move them away or choose "
+                          "another folder")

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from bgsub.cli import main as cli
-from bgsub.commands.batch import RESULT_FILE, find_inputs, plan_jobs
+from bgsub.batch import RESULT_FILE, find_inputs, plan_jobs
 from bgsub.synthetic import SceneConfig, SyntheticScene, write_sequence
 from bgsub.writers import list_masks
 from tests.bgsub.test_sources import read_video, write_test_video
@@ -330,7 +330,7 @@ def test_batch_ctrl_c_stops_workers_and_discards_unfinished_folders(tmp_path, in
 def test_batch_compiles_uncached_kernels_once_before_the_workers(tree, tmp_path, capsys, monkeypatch):
     """With the frame kernels not in numba's cache, the batch says so and compiles them itself on small frames
     before any worker starts (they then load them); with them cached it says nothing."""
-    import bgsub.commands.batch as batch
+    from bgsub.batch.engine import compile_here
     from bgsub.models.olkn import OLKNSubtractor
 
     applied = []
@@ -342,12 +342,12 @@ def test_batch_compiles_uncached_kernels_once_before_the_workers(tree, tmp_path,
 
     monkeypatch.setattr(OLKNSubtractor, "apply", apply)
     monkeypatch.setattr(OLKNSubtractor, "uncompiled_kernels", lambda self: ["olkn_frame_bounded"])
-    batch._compile_here("olkn", {}, sys.stderr)
+    compile_here("olkn", {}, sys.stderr)
     err = capsys.readouterr().err
     assert "numba is compiling the frame kernels (olkn_frame_bounded)" in err and "before the workers start" in err
     assert applied == [(16, 16, 3), (16, 16, 3)]
     monkeypatch.setattr(OLKNSubtractor, "uncompiled_kernels", lambda self: [])
-    batch._compile_here("olkn", {}, sys.stderr)
+    compile_here("olkn", {}, sys.stderr)
     assert capsys.readouterr().err == "" and len(applied) == 2
     # a batch prints it once, on its log, before the workers' progress
     monkeypatch.setattr(OLKNSubtractor, "uncompiled_kernels", lambda self: ["olkn_frame_bounded"])
@@ -356,5 +356,5 @@ def test_batch_compiles_uncached_kernels_once_before_the_workers(tree, tmp_path,
     assert rc == 0
     assert capsys.readouterr().err.count("numba is compiling the frame kernels") == 1
     # OpenCV's subtractors compile nothing
-    batch._compile_here("knn", {}, sys.stderr)
+    compile_here("knn", {}, sys.stderr)
     assert capsys.readouterr().err == ""

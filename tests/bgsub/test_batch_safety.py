@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from bgsub.cli import main as cli
-from bgsub.commands.batch import find_inputs
-from bgsub.jobs import JobDir, OutputLock, plan_jobs, remove_job_partials
+from bgsub.batch import find_inputs, plan_jobs
+from bgsub.batch.outputs import JobDir, OutputLock, remove_job_partials
 from bgsub.synthetic import SceneConfig, SyntheticScene, write_sequence
 from bgsub.writers import list_masks
 from tests.bgsub.test_sources import write_test_video

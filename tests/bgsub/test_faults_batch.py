@@ -304,7 +304,7 @@ def test_tls_files_that_are_not_certificates_are_refused(tree, tmp_path, capsys)
 def test_worker_count_is_bounded(tree, tmp_path, capsys, option):
     if option[0] == "--scheduler":
         pytest.importorskip("distributed")
-    from bgsub.jobs import max_workers
+    from bgsub.batch.threads import max_workers
 
     assert batch(tree, tmp_path / "out", *option) == 2
     err = one_line_error(capsys.readouterr().err)
@@ -342,7 +342,7 @@ def test_local_cluster_admits_only_the_batch(tmp_path):
     pytest.importorskip("cryptography")
     from distributed.security import Security
 
-    from bgsub import cluster
+    from bgsub.batch import cluster
 
     client, local, n = cluster._connect("local:1", None)
     try:

@@ -1,7 +1,7 @@
 """``bgsub batch --scheduler``: the batch's jobs on a Dask distributed cluster.
 
 One Dask task per input runs the same worker function as the local process pool
-(``bgsub.commands.batch.process_job``), so outputs, ``result.json``, the
+(:func:`bgsub.batch.worker.process_job`), so outputs, ``result.json``, the
 manifest, resume and exit codes are the same. The batch process is the Dask
 client: it holds the output folder's lock, writes the manifest as each result
 arrives, and is the only one that cleans up leftovers of earlier runs.
@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from bgsub.jobs import WORKERS_PER_CORE, available_cores, default_threads, max_workers
+from bgsub.batch.threads import WORKERS_PER_CORE, available_cores, default_threads, max_workers
 from bgsub.settings import ConfigError
 
 __all__ = ["check_scheduler", "security", "local_security", "run_jobs", "parse_local", "max_local_workers"]
