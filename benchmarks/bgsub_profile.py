@@ -40,12 +40,13 @@ import numpy as np
 
 import bgsub
 from bgsub.commands.bench import load_frames
-from bgsub.models import base as _base
+from bgsub.pipeline import masks as _masks
 
 #: Stages timed by wrapping the subtractor's methods (method name -> stage).
-_METHODS = {"_prepare": "prepare", "_stabilise": "stabilise", "_compensate_illumination": "illum",
-            "_frame": "frame", "_score_pass": "frame", "_update": "frame"}
-#: Post-processing functions of ``bgsub.models.base`` (name -> stage).
+_METHODS = {"_prepare": "prepare", "_frame": "frame", "_score_pass": "frame", "_update": "frame"}
+#: Stages timed by wrapping the ``apply`` of the subtractor's stage objects (attribute -> stage).
+_STAGES = {"_stabiliser": "stabilise", "_illumination": "illum"}
+#: Post-processing functions of :mod:`bgsub.pipeline.masks` (name -> stage).
 _FUNCTIONS = {"binary_median": "median", "fill_holes": "filters", "remove_small": "filters"}
 STAGES = ("prepare", "stabilise", "illum", "frame", "median", "count", "filters", "post", "other")
 
@@ -75,27 +76,33 @@ class _Clock:
 
 @contextmanager
 def _instrumented(sub, clock: _Clock):
-    """``sub``'s stages and ``bgsub.models.base``'s post-processing functions timed into ``clock``."""
-    from bgsub.models import _components
+    """``sub``'s stages and :mod:`bgsub.pipeline.masks`' filters timed into ``clock``."""
+    from bgsub.pipeline import components as _components
 
-    saved = {name: getattr(_base, name) for name in _FUNCTIONS}
+    saved = {name: getattr(_masks, name) for name in _FUNCTIONS}
     saved_count = _components.count_components
     try:
         for name, stage in _METHODS.items():
             if hasattr(sub, name):
                 setattr(sub, name, clock.timed(stage, getattr(sub, name)))
+        for name, stage in _STAGES.items():
+            obj = getattr(sub, name, None)
+            if obj is not None:
+                obj.apply = clock.timed(stage, obj.apply)
         post = sub._postprocess
         for name, stage in _FUNCTIONS.items():
-            setattr(_base, name, clock.timed(stage, saved[name], outer=False))
+            setattr(_masks, name, clock.timed(stage, saved[name], outer=False))
         _components.count_components = clock.timed("count", saved_count, outer=False)
         sub._postprocess = clock.timed("post", post)
         yield
     finally:
         for name, fn in saved.items():
-            setattr(_base, name, fn)
+            setattr(_masks, name, fn)
         _components.count_components = saved_count
         for name in (*_METHODS, "_postprocess"):
             sub.__dict__.pop(name, None)
+        for name in _STAGES:
+            getattr(sub, name, None).__dict__.pop("apply", None)
 
 
 def profile(algo: str, frames: list[np.ndarray], warm: int) -> dict[str, float]:

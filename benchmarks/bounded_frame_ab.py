@@ -35,6 +35,7 @@ import numpy as np
 import bgsub
 from bgsub.cdnet import load_sequence
 from bgsub.models import _bounded_frame as bf
+from bgsub.models import _state
 from bgsub.models.base import _prob
 
 OUTPUTS = ("samples", "coef", "ring", "rho", "blink", "mask")
@@ -87,7 +88,7 @@ def _run(args, highway, modules, W, H) -> int:
     for frame in frames[:60]:
         sub.apply(frame)
     p = sub.params
-    img = sub._compensate_illumination(sub._stabilise(sub._prepare(frames[60])))
+    img = sub._input_stages(frames[60])
     state = dict(samples=sub.samples_, coef=sub.coef_, ring=sub.ring_, rho=sub.rho_, blink=sub.blink_, ref=sub._ref,
                  ref_sum=sub._ref_sum, ref_mass=sub._ref_mass, score=sub._score, mask=sub._rawmask,
                  prev=sub.prev_mask_, post=sub.post_mask_, stepped=sub._stepped, summed=sub._summed)
@@ -99,13 +100,22 @@ def _run(args, highway, modules, W, H) -> int:
         for k in state:
             work[k][...] = state[k]
         names = _arguments(module)
+        feedback = (work["blink"], work["prev"], work["post"], p["blink_gain"], p["blink_up"], p["blink_down"])
         t = time.perf_counter()
-        module.olkn_frame_bounded(
-            img, work["samples"], work["coef"], work["ring"], work["rho"], sub.scale_, sub.lut(), p["r"], p["nu"],
-            p["C"], *sub._rho_args(), *rates, p["diffuse_radius"], p["seed"], sub.n_frames_, work["score"],
-            work["mask"], work["prev"], work["stepped"], work["blink"], work["post"], p["blink_gain"], p["blink_up"],
-            p["blink_down"], work["ref"], work["ref_sum"], work["ref_mass"], bf.gaussian_slope(p["width"]), False,
-            *((False,) if "filling" in names else ()), work["summed"], *(scratch if "todo" in names else ()))
+        if "cache" in names:  # the argument groups of bgsub.models._state
+            module.olkn_frame_bounded(
+                img, tuple(work[k] for k in ("samples", "coef", "ring", "rho")), sub.scale_, sub.lut(),
+                _state.olkn_rule(p), _state.policy(*rates, p, sub.n_frames_), feedback,
+                (work["score"], work["mask"], work["stepped"]),
+                (work["ref"], work["ref_sum"], work["ref_mass"], bf.gaussian_slope(p["width"]), False, False,
+                 work["summed"]))
+        else:  # a variant with every argument on its own
+            module.olkn_frame_bounded(
+                img, work["samples"], work["coef"], work["ring"], work["rho"], sub.scale_, sub.lut(),
+                *_state.olkn_rule(p), *rates, p["diffuse_radius"], p["seed"], sub.n_frames_, work["score"],
+                work["mask"], work["prev"], work["stepped"], *feedback, work["ref"], work["ref_sum"],
+                work["ref_mass"], bf.gaussian_slope(p["width"]), False, *((False,) if "filling" in names else ()),
+                work["summed"], *(scratch if "todo" in names else ()))
         return time.perf_counter() - t
 
     times = [[] for _ in modules]

@@ -4,7 +4,7 @@
 offset (``bgsub.augment``). The stabiliser registers each frame to the stream's first,
 so the shift it should report for frame ``n`` is ``shift(n) - shift(first)``. This
 script counts, per sequence, the frames where ``stabilise="match"`` (the gradient
-correlation of ``bgsub.models._registration``, with the subtractor's own code)
+correlation of ``bgsub.pipeline.registration``, with the subtractor's own code)
 reports exactly that, and the time it takes per frame::
 
     python benchmarks/stabiliser_accuracy.py --data ../shared/data/bgs
@@ -38,7 +38,7 @@ def measure(path: str, mode: str, max_shift: int) -> tuple[int, int, float]:
     for k, n in enumerate(seq.frames):
         img = sub._prepare(seq.read_frame(n))
         t = time.perf_counter()
-        sub._stabilise(img)
+        sub._stabiliser.apply(img, sub.params)
         if k >= 2:  # the first takes the reference, the second builds the estimator
             elapsed += time.perf_counter() - t
         if k == 0:

@@ -35,7 +35,7 @@ from bgsub.registry import (  # noqa: F401
 from bgsub.models import createNORMA, createOLKN  # noqa: F401,E402
 
 from bgsub.checkpoint import CheckpointError  # noqa: F401,E402
-from bgsub.models.base import NewModelWarning  # noqa: F401,E402
+from bgsub.models.opencv_api import NewModelWarning  # noqa: F401,E402
 
 # BGSLibrary's SuBSENSE, LOBSTER, PBAS and ViBe register themselves where pybgs is installed.
 import bgsub.bgslibrary  # noqa: F401,E402
@@ -52,7 +52,7 @@ def load(path, algorithm=None):
     ``algorithm`` (e.g. ``"olkn"``) refuses a checkpoint of any other algorithm.
     """
     from bgsub import checkpoint
-    from bgsub.models.base import check_checkpoint_name
+    from bgsub.models.opencv_api import check_checkpoint_name
 
     check_checkpoint_name(path, writing=False)
     return checkpoint.load(path, algorithm)

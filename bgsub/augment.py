@@ -25,7 +25,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from bgsub.models._registration import translate
+from bgsub.pipeline.registration import translate
 
 __all__ = ["AUGMENTATIONS", "Augmentation", "AugmentedSequence", "AugmentedSource", "augment", "translate"]
 

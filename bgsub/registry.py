@@ -254,13 +254,13 @@ class _OpenCVSubtractor:
     def apply(self, image: np.ndarray, fgmask: np.ndarray | None = None, learningRate: float = -1) -> np.ndarray:
         """OpenCV's ``apply(image[, fgmask[, learningRate]])``, shadows mapped to 0 (written into ``fgmask``).
 
-        Frames are read as the kernel subtractors read them (:func:`bgsub.models.base.frame_as_8bit`: uint8,
+        Frames are read as the kernel subtractors read them (:func:`bgsub.models.opencv_api.frame_as_8bit`: uint8,
         uint16 as ``v >> 8``, float on the 0-255 scale, BGRA without alpha), so KNN, which reads the bytes of
         a 16-bit or float frame as 8-bit values, gets the frame's values. A frame of another size or channel
         count restarts OpenCV's model (OpenCV does) with one :class:`bgsub.NewModelWarning`; ``learningRate``
         goes to OpenCV as it is (negative: automatic, 1 or more: a new model).
         """
-        from bgsub.models.base import NewModelWarning, _warn_if_unit_scale, frame_as_8bit
+        from bgsub.models.opencv_api import NewModelWarning, _warn_if_unit_scale, frame_as_8bit
 
         img = frame_as_8bit(image)
         shape = img.shape if img.ndim == 3 and img.shape[2] != 1 else img.shape[:2]

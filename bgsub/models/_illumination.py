@@ -22,7 +22,7 @@ frame cut into 3 x 3 blocks, at least two thirds of the blocks with enough ratio
 have their own median within 5 % of the frame's (a global change is global, while
 an object close to the camera that the previous mask could not see moves the
 blocks it covers and not the others). A frame without an estimate that counts
-keeps the last one, moved a fifth of the way back to 1 (:data:`RELEASE`), so that
+keeps the last one, moved a fifth of the way back to 1 (:data:`bgsub.pipeline.stages.RELEASE`), so that
 a wrong estimate does not stay.
 
 The model learns the compensated frames, so the gain is always the current
@@ -51,8 +51,6 @@ BRIGHT = 250.0
 #: The gain is clipped to ``[MIN_GAIN, MAX_GAIN]``.
 MIN_GAIN = 0.5
 MAX_GAIN = 2.0
-#: Gains within this of 1 are not applied (no resampling of the frame for a change below a grey level).
-DEADBAND = 0.003
 #: An estimate counts only when at least ``CLUSTER`` of the ratios lie within ``CLUSTER_WIDTH`` (relative) of their
 #: median: a global change moves the background's pixels together (up to the sensor noise), while leaves all over
 #: the frame split the ratios into two groups with the median between them ...
@@ -66,9 +64,6 @@ BLOCKS = 3
 MIN_BLOCK_POINTS = 10
 AGREEMENT = 0.05
 QUORUM = 2.0 / 3.0
-#: A frame without an estimate that counts keeps the last one, moved this fraction of the way back to 1 per frame
-#: (the model keeps learning the compensated frames meanwhile, and a wrong estimate does not stay).
-RELEASE = 0.2
 
 
 def grid_step(H: int, W: int) -> int:

@@ -25,9 +25,11 @@ from typing import Any
 import cv2
 import numpy as np
 
-from bgsub.checkpoint import Checkpointable
 from bgsub.models import _oem_frame
-from bgsub.models.base import OpenCVSubtractorAPI, binary_median, check_state_array, checked_params
+from bgsub.models._restore import check_state_array, without_removed_params
+from bgsub.models.params import COMMON_PARAMS
+from bgsub.models.staged import StagedSubtractor
+from bgsub.pipeline.stages import gain_against_image
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
 from learners.online_em import learning_rate
 
@@ -52,33 +54,27 @@ OEM_PARAMS = (
     ParamSpec("min_var", float, 16.0, "added to every variance (regularisation)", "(pixel value)^2", 0.01, 1000.0),
     ParamSpec("color", str, "bgr", "use the three colour channels, or convert to grey first", "",
               choices=("bgr", "gray"), live=False),
-    ParamSpec("blur", float, 0.0, "Gaussian smoothing of the input, standard deviation (0: off)", "pixels",
-              0.0, 10.0),
     ParamSpec("median", int, 5, "median filter of the mask, aperture (0: off; odd)", "pixels", 0, 15),
+    # the stages every subtractor runs behind (bgsub.pipeline.stages), off by default here
+    *(p for p in COMMON_PARAMS if p.name in ("stabilise", "stabilise_max", "illumination")),
 )
 
-_DEFAULTS = {p.name: p.default for p in OEM_PARAMS}
-_SPECS = {p.name: p for p in OEM_PARAMS}
 
-
-class OEMSubtractor(OpenCVSubtractorAPI, Checkpointable):
+class OEMSubtractor(StagedSubtractor):
     """Per-pixel online-EM Gaussian mixture (OpenCV-style background subtractor).
 
     Parameters
     ----------
-    n_components, covariance, learning_floor, threshold, birth, bg_ratio, var_init, min_var, color, blur, median
+    n_components, covariance, learning_floor, threshold, birth, bg_ratio, var_init, min_var, color, median
         See :data:`OEM_PARAMS` (``bgsub run --algo oem --help-params``) and ``docs/oem.md``.
+    stabilise, stabilise_max, illumination
+        The stabiliser and the illumination gain (:mod:`bgsub.pipeline.stages`; off by default); the gain is
+        estimated against :meth:`getBackgroundImage` (:func:`bgsub.pipeline.stages.gain_against_image`).
 
     Attributes
     ----------
-    params : dict
-        Current parameter values.
     score_range : (float, float)
         Range of :meth:`getScoreMap` values.
-    frame_shape_ : tuple or None
-        ``(H, W)`` of the frames being processed; None before the first frame.
-    channels_ : int or None
-        Channels of the model (1 grey, 3 colour).
     s0_ : ndarray (H, K, W) of float32
         Per-pixel component weights ``E[r_k]`` (sufficient statistic 0); pixel
         ``(i, j)``'s component ``k`` is ``s0_[i, k, j]`` (row by row, component-major
@@ -88,15 +84,22 @@ class OEMSubtractor(OpenCVSubtractorAPI, Checkpointable):
     s2_ : ndarray (H, K, C, W) or (H, K, 1, W) of float32
         ``E[r_k x^2]`` per channel (diag) or ``E[r_k ||x||^2]`` (spherical). The M
         step's parameters (means, variances) are computed from these every frame.
-    n_frames_ : int
-        Frames applied since the last reset.
     n_updates_ : int
         Frames that updated the model (the ``n`` of ``eta_n = 1/n``).
+
+    The stages' attributes (``params``, ``frame_shape_``, ``input_shape_``, ``channels_``, ``n_frames_``,
+    ``stabilise_reference_``, ``stabilise_saturated_``, ``gain_``) are
+    :class:`bgsub.models.staged.StagedSubtractor`'s.
     """
 
+    _SPECS = OEM_PARAMS
+
     #: State that checkpoints save (:class:`bgsub.checkpoint.Checkpointable`).
-    _STATE_ARRAYS = ("s0_", "s1_", "s2_")
-    _STATE_SCALARS = ("n_frames_", "n_updates_")
+    _STATE_ARRAYS = ("s0_", "s1_", "s2_", "stabilise_reference_")
+    _STATE_SCALARS = ("n_frames_", "n_updates_", "stabilise_saturated_", "gain_")
+    #: The stages' parameters and state joined since checkpoints of layout 2 were first written: off.
+    _ADDED_PARAMS: dict[str, Any] = {"stabilise": "off", "stabilise_max": 8, "illumination": "off"}
+    _ADDED_SCALARS = ("stabilise_saturated_", "gain_")
     #: 2: statistics only, (H, K, ., W) (1: (H, W, K, .) with the M-step caches, before November 2026).
     _STATE_LAYOUT = 2
     _ALGORITHM = "oem"
@@ -111,30 +114,16 @@ class OEMSubtractor(OpenCVSubtractorAPI, Checkpointable):
         if self.s0_ is None:
             return
         margin = 1.01
+        if self.stabilise_reference_ is not None:
+            check_state_array("stabilise_reference_", self.stabilise_reference_, 0.0, 255.0)
         check_state_array("s0_", self.s0_, 0.0, margin)
         check_state_array("s1_", self.s1_, 0.0, 255.0 * margin)
         check_state_array("s2_", self.s2_, 0.0, 3 * 255.0**2 * margin)
 
-    def __init__(self, **params: Any) -> None:
-        self.params = self._checked(dict(_DEFAULTS), params)
-        self.reset()
-
-    # ------------------------------------------------------------------ params
-    @staticmethod
-    def _checked(current: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-        new = checked_params("OEMSubtractor", _SPECS, current, changes)
-        if new["median"] and new["median"] % 2 == 0:
-            raise ValueError(f"median must be 0 or an odd aperture, got {new['median']}")
-        return new
-
-    def set_params(self, **params: Any) -> bool:
-        """Change parameters; returns True when the model had to be reset (a non-live parameter changed)."""
-        new = self._checked(self.params, params)
-        needs_reset = any(not _SPECS[k].live and new[k] != self.params[k] for k in params)
-        self.params = new
-        if needs_reset:
-            self.reset()
-        return needs_reset
+    @classmethod
+    def without_removed_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """A checkpoint's ``params`` without ``blur`` (removed; read only at 0, off)."""
+        return without_removed_params(cls._SPECS, {"blur": 0.0}, {}, params)
 
     @property
     def score_range(self) -> tuple[float, float]:
@@ -144,10 +133,8 @@ class OEMSubtractor(OpenCVSubtractorAPI, Checkpointable):
     # ------------------------------------------------------------------ state
     def reset(self) -> None:
         """Forget the model; the next frame may have any size."""
-        self.frame_shape_: tuple[int, int] | None = None
-        self.channels_: int | None = None
+        super().reset()
         self.s0_ = self.s1_ = self.s2_ = None
-        self.n_frames_ = 0
         self.n_updates_ = 0
         self._score = None
         self._rawmask = None
@@ -163,54 +150,18 @@ class OEMSubtractor(OpenCVSubtractorAPI, Checkpointable):
         self._score = np.zeros((H, W), np.float32)
         self._rawmask = np.zeros((H, W), np.uint8)
 
-    def _prepare(self, frame: np.ndarray) -> np.ndarray:
-        """``frame`` read as 8 bits (:func:`bgsub.models.base.frame_as_8bit`), in the model's colour and
-        smoothing, as a contiguous (H, W, C) array; a frame of another size or channel count than the model's
-        drops the model with one warning, as OpenCV's subtractors do."""
-        img = self._read_frame(frame)
-        if self.params["color"] == "gray" and img.ndim == 3 and img.shape[2] == 3:
-            img = cv2.cvtColor(img, cv2.COLOR_BGR2GRAY)
-        if self.params["blur"] > 0:
-            img = cv2.GaussianBlur(img, (0, 0), self.params["blur"], borderType=cv2.BORDER_REPLICATE)
-        if img.ndim == 2:
-            img = img[:, :, None]
-        if self.frame_shape_ is not None and img.shape[:2] != self.frame_shape_:
-            H, W = self.frame_shape_
-            self._new_model(f"frame size changed from {W}x{H} to {img.shape[1]}x{img.shape[0]}")
-        elif self.channels_ is not None and img.shape[2] != self.channels_:
-            self._new_model(f"frame has {img.shape[2]} channel(s) but the model was built from {self.channels_}")
-        return np.ascontiguousarray(img)
+    def _model_ready(self) -> bool:
+        return self.s0_ is not None and self.n_frames_ > 0
 
-    # ------------------------------------------------------------------ API
-    def apply(self, image: np.ndarray, fgmask: np.ndarray | None = None, learningRate: float = -1) -> np.ndarray:
-        """Classify ``image`` and update the model.
+    def _estimate_gain(self, img: np.ndarray) -> float | None:
+        """The gain against the background image, on the pixels the previous frame's raw mask left
+        background."""
+        bg = self.getBackgroundImage()
+        return gain_against_image(img, bg.reshape(img.shape), self._rawmask)
 
-        Parameters
-        ----------
-        image : ndarray (H, W), (H, W, 1), (H, W, 3) or (H, W, 4)
-            Grey, BGR or BGRA (alpha dropped) frame of uint8, uint16 (read as ``v >> 8``) or float32/float64
-            (the 0-255 scale of 8-bit frames, as OpenCV's MOG2 reads them), see
-            :func:`bgsub.models.base.frame_as_8bit`. A frame of another size or channel count than the model's
-            starts a new model, with one :class:`bgsub.NewModelWarning`, as OpenCV's subtractors do.
-        fgmask : ndarray (H, W) of uint8, optional
-            Written with the mask and returned, as OpenCV does; None, or an array of another shape or type
-            (left alone, as OpenCV's output arrays): a new array.
-        learningRate : float
-            Negative (-1): the schedule ``eta_n = max(1/n, learning_floor)``; 0: do not
-            update; in (0, 1): this frame's step size; 1 or more: a new model from this
-            frame (OpenCV: "completely reinitialized from the last frame").
-
-        Returns
-        -------
-        ndarray (H, W) of uint8
-            255 foreground, 0 background (after the median filter).
-        """
-        lr = self._check_learning_rate(learningRate)
-        if lr >= 1.0:  # OpenCV: 1 (or more) reinitialises the model from this frame
-            self.reset()
-        img = self._prepare(image)
-        if not self._fits(fgmask, img.shape[:2]):
-            fgmask = None
+    def _model_step(self, img: np.ndarray, lr: float) -> np.ndarray:
+        """One online-EM step of every pixel (``lr`` -1: ``eta_n = max(1/n, learning_floor)``; 0: none; in
+        (0, 1): this frame's step size; the first frame always learns, ``eta = 1``) and the filtered mask."""
         first = self.s0_ is None
         if first:
             self._allocate(img.shape[0], img.shape[1], img.shape[2])
@@ -228,21 +179,16 @@ class OEMSubtractor(OpenCVSubtractorAPI, Checkpointable):
                              self._score, self._rawmask)
         if learn:
             self.n_updates_ += 1
-        self.n_frames_ += 1
-        mask = binary_median(self._rawmask, p["median"]) if p["median"] >= 3 else self._rawmask.copy()
-        if fgmask is not None:
-            fgmask[...] = mask
-            return fgmask
-        return mask
+        return self._postprocess(self._rawmask)
 
     def getScoreMap(self) -> np.ndarray | None:
         """float32 (H, W): squared Mahalanobis distance to the nearest background component minus
         ``threshold^2``; ``> 0`` is the raw foreground. None before the first frame."""
-        return None if self._score is None else self._score.copy()
+        return None if self._score is None else self._output(self._score, -1.0)
 
     def getRawMask(self) -> np.ndarray | None:
         """uint8 (H, W) mask of the last frame before the median filter."""
-        return None if self._rawmask is None else self._rawmask.copy()
+        return None if self._rawmask is None else self._output(self._rawmask, 0)
 
     def getBackgroundImage(self) -> np.ndarray | None:
         """Mean of each pixel's heaviest component: (H, W) grey or (H, W, 3) BGR uint8."""
@@ -251,11 +197,7 @@ class OEMSubtractor(OpenCVSubtractorAPI, Checkpointable):
         H, W = self.frame_shape_
         out = np.zeros((H, W, self.channels_), np.uint8)
         _oem_frame.oem_background(self.s0_, self.s1_, out)
-        return out[:, :, 0] if self.channels_ == 1 else out
-
-    def __repr__(self) -> str:
-        changed = {k: v for k, v in self.params.items() if v != _DEFAULTS[k]}
-        return f"OEMSubtractor({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
+        return self._full_size(out[:, :, 0] if self.channels_ == 1 else out, cv2.INTER_LINEAR, copy=False)
 
 
 def createOEM(**params) -> OEMSubtractor:

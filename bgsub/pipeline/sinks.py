@@ -289,7 +289,7 @@ class Checkpoints(Sink):
 
     def __init__(self, subtractor, path: str | os.PathLike, every: int = 100) -> None:
         from bgsub.checkpoint import algorithm_name
-        from bgsub.models.base import check_checkpoint_name
+        from bgsub.models.opencv_api import check_checkpoint_name
 
         if every < 1:
             raise ValueError(f"--checkpoint-every must be >= 1, got {every}")

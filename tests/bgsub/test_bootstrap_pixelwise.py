@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import bgsub
+from bgsub.models._bootstrap import bootstrap_scales
 
 STATE = ("samples_", "coef_", "ring_", "rho_", "blink_", "prev_mask_", "post_mask_")
 
@@ -91,9 +92,9 @@ def test_a_bootstrap_that_would_renormalise_runs_frame_by_frame():
     sub.apply(_stream(T=1)[0])
     sub.scale_ = 2e-10  # a few decays from the lower limit
     sub._decay_value = 0.5
-    assert sub._bootstrap_scales(20) is None
+    assert bootstrap_scales(sub, 20) is None
     sub.scale_ = 1.0
-    scales, last = sub._bootstrap_scales(3)
+    scales, last = bootstrap_scales(sub, 3)
     np.testing.assert_array_equal(scales, [1.0, 0.5, 0.25])
     assert last == 0.125
 

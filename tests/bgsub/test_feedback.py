@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import bgsub
-from bgsub.models._components import count_components
-from bgsub.models.base import binary_median, fill_holes, remove_small
+from bgsub.pipeline.components import count_components
+from bgsub.pipeline.masks import binary_median, fill_holes, remove_small
 from learners import steps
 from tests.bgsub._params import WIDE_KERNEL
 

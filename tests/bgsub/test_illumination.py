@@ -8,6 +8,7 @@ import pytest
 import bgsub
 from bgsub.checkpoint import read_checkpoint, write_checkpoint
 from bgsub.models import _illumination as il
+from bgsub.pipeline import stages
 
 QUIET = dict(median=0)
 
@@ -168,7 +169,7 @@ def test_without_an_estimate_the_last_gain_is_kept_and_let_go_towards_one():
     for k, fr in enumerate(dim[1:4], 1):
         sub.prev_mask_[...] = 255  # the previous frame was all foreground: nothing to compare
         sub.apply(fr)
-        assert sub.gain_ == pytest.approx(1.0 + (held - 1.0) * (1.0 - il.RELEASE) ** k, rel=1e-12)
+        assert sub.gain_ == pytest.approx(1.0 + (held - 1.0) * (1.0 - stages.RELEASE) ** k, rel=1e-12)
 
 
 def test_the_gain_is_live_and_off_leaves_the_frames_alone():

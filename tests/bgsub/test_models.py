@@ -274,7 +274,7 @@ def test_highway_first_frames(highway):
 def test_binary_median_equals_opencv_median(k):
     import cv2
 
-    from bgsub.models.base import binary_median
+    from bgsub.pipeline.masks import binary_median
 
     rng = np.random.default_rng(k)
     for density in (0.1, 0.5, 0.8):
@@ -295,7 +295,7 @@ def test_binary_median_of_large_sparse_masks_filters_only_bands_and_equals_openc
     blobs at the edges and corners, bands one window apart, speckle, empty and full masks."""
     import cv2
 
-    from bgsub.models.base import SPARSE_MEDIAN_PIXELS, binary_median
+    from bgsub.pipeline.masks import SPARSE_MEDIAN_PIXELS, binary_median
 
     rng = np.random.default_rng(100 + k)
     H, W = 480, 400

@@ -5,8 +5,8 @@ import json
 import numpy as np
 
 import bgsub
-from bgsub.models import _components
-from bgsub.models import base as _base
+from bgsub.pipeline import components as _components
+from bgsub.pipeline import masks as _base
 from tests._scripts import load_benchmark
 
 

@@ -1,4 +1,4 @@
-"""The stabiliser's shift estimate (bgsub.models._registration) and ``stabilise="match"``."""
+"""The stabiliser's shift estimate (bgsub.pipeline.registration) and ``stabilise="match"``."""
 
 import cv2
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 import bgsub
 from bgsub.augment import translate
-from bgsub.models._registration import (COARSE_WIDTH, KEEP_BACKOFF, KEEP_BACKOFF_MAX, ShiftEstimator,
+from bgsub.pipeline.registration import (COARSE_WIDTH, KEEP_BACKOFF, KEEP_BACKOFF_MAX, ShiftEstimator,
                                         gradient_magnitude, gradient_region, ncc_map)
 
 
@@ -147,7 +147,7 @@ def test_a_pan_beyond_the_search_re_anchors_the_reference():
     # a camera panning one pixel a frame: shifts 1..3 against the first frame; from the fourth on the shift
     # reaches stabilise_max 4 and no shift is applied; the tenth such frame in a row becomes the reference
     # and counting starts again from it
-    from bgsub.models.base import REANCHOR_FRAMES
+    from bgsub.pipeline.stages import REANCHOR_FRAMES
 
     rng = np.random.default_rng(7)
     scene = np.stack([_texture(80, 200, seed=7, sigma=8)] * 3, -1)  # smooth: no false peaks past the search
