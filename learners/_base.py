@@ -379,7 +379,7 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
     def _run_stream(self, X, y, params, f_out):
         """One jitted pass over validated rows: the loop and arguments :meth:`_stream_call` names."""
         stream, args = self._stream_call(params)
-        stream(X, y, *args, f_out, _stream.NO_MEMO, _stream.NO_MEMO)
+        stream(X, _stream.NO_MEMO if y is None else y, *args, f_out, _stream.NO_MEMO, _stream.NO_MEMO)
 
     def _stream_call(self, params):  # pragma: no cover - abstract
         """``(loop, args)``: the stream loop of :mod:`learners._stream` and its arguments between ``X, y``

@@ -23,7 +23,8 @@ This module imports only numpy, numba and the numba core.
 import numpy as np
 from numba import njit
 
-from learners._stream import OFFSET, SCALE, STEPS, settle_scale, step_size
+from learners._stream import (N_ETA, N_LAM, N_MARGIN, N_SCHEDULE, N_STRICT, N_USE_OFFSET, O_C, O_R, OFFSET, SCALE,
+                              STEPS, settle_scale, step_size)
 from learners.expansion import expansion_push
 from learners.kernels import kernel_value, self_kernel
 from learners.steps import norma_decay, norma_hinge_alpha, olk_c_multiplier, olk_decay
@@ -55,8 +56,11 @@ def ovr_decision(X, sv, coef, ring, scale, offsets, kind, width, degree, coef0, 
 
 
 @njit(cache=True)
-def olk_c_ovr_fit_stream(X, y, sv, coef, ring, state, offsets, r, C, kind, width, degree, coef0, lut, f_out):
-    """OLK_C one-vs-rest over the rows of ``X``; ``y`` holds class indices 0..K-1."""
+def olk_c_ovr_fit_stream(X, y, sv, coef, ring, state, offsets, rule, kind, width, degree, coef0, lut, f_out):
+    """OLK_C one-vs-rest over the rows of ``X``; ``y`` holds class indices 0..K-1; ``rule`` as
+    :func:`learners._stream.olk_rule` makes it."""
+    r = rule[O_R]
+    C = rule[O_C]
     K = coef.shape[1]
     values = np.empty(K)
     scale = state[SCALE]
@@ -81,9 +85,15 @@ def olk_c_ovr_fit_stream(X, y, sv, coef, ring, state, offsets, r, C, kind, width
 
 
 @njit(cache=True)
-def norma_ovr_fit_stream(X, y, sv, coef, ring, state, offsets, eta, schedule, lam, margin, strict, use_offset, kind,
-                         width, degree, coef0, lut, f_out):
-    """NORMA hinge / perceptron one-vs-rest over the rows of ``X`` (``y``: class indices)."""
+def norma_ovr_fit_stream(X, y, sv, coef, ring, state, offsets, rule, kind, width, degree, coef0, lut, f_out):
+    """NORMA hinge / perceptron one-vs-rest over the rows of ``X`` (``y``: class indices; ``rule`` as
+    :func:`learners._stream.norma_rule` makes it for ``NORMA_HINGE``)."""
+    eta = rule[N_ETA]
+    schedule = rule[N_SCHEDULE]
+    lam = rule[N_LAM]
+    margin = rule[N_MARGIN]
+    strict = rule[N_STRICT] != 0.0
+    use_offset = rule[N_USE_OFFSET] != 0.0
     K = coef.shape[1]
     values = np.empty(K)
     scale = state[SCALE]

@@ -2,9 +2,19 @@
 
 A call from Python into numba costs about a microsecond, more than a whole update
 on a small expansion, so the estimators hand every row of a ``partial_fit`` batch
-to one of these loops. Each loop runs the rule once per row, in order, and applies the common decay to the global scale afterwards (the scale
-convention of :mod:`learners.steps`), renormalising before the scale
+to one of these loops: :func:`olk_fit_stream` (OLK_C, OLK_R, OLK_N) and
+:func:`norma_fit_stream` (the four NORMA rules). Each loop runs the rule once per
+row, in order, and applies the common decay to the global scale afterwards (the
+scale convention of :mod:`learners.steps`), renormalising before the scale
 under/overflows.
+
+Every loop takes ``(X, y, sv, coef, ring, state, rule, kind, width, degree, coef0, lut,
+f_out, memo, memo_x)``: the rows, the expansion's arrays (written in place), the
+rule's constants as one float64 array ``rule`` (built once by :func:`olk_rule` /
+:func:`norma_rule`; ``rule[0]`` picks the rule), the kernel arguments of
+:func:`learners.kernels.kernel_value`, and the outputs. Arrays keep the call from
+Python cheap: a tuple argument costs numba's dispatcher about 1 us more, a
+namedtuple about 3 us, as much as a whole single-row update.
 
 The learner's small scalar state travels in one float64 array ``state``:
 
@@ -21,11 +31,11 @@ STEPS      number of steps taken so far (for ``eta_t = eta / sqrt(t)``)
 
 Every loop writes ``f_out[i] = f_t(x_i)``, the prediction made on row ``i``
 *before* learning from it (offset included), so a caller can count online
-mistakes. The supervised loops take ``memo``/``memo_x``, where :func:`score_row`
-remembered the last single-row prediction: when the first row of ``X`` is that row
-and the model has not changed since (same step count), its ``f_t(x)`` is taken from
-there instead of being computed again (``predict_one`` then ``learn_one`` on the same
-row evaluate the expansion once, and learn exactly what two evaluations would).
+mistakes. ``memo``/``memo_x`` hold the last single-row prediction :func:`score_row`
+made (:data:`NO_MEMO` for batches): when the first row of ``X`` is that row and the
+model has not changed since (same step count), its ``f_t(x)`` is taken from there
+instead of being computed again (``predict_one`` then ``learn_one`` on the same row
+evaluate the expansion once, and learn exactly what two evaluations would).
 
 Each loop body is exactly the rule's ``*_step`` of :mod:`learners.steps`: evaluate
 ``f_t(x)`` (:func:`kernel_sum`), then call the rule's ``*_update``. The only
@@ -67,7 +77,8 @@ STEPS = 5
 STATE_SIZE = 6
 
 
-#: ``memo`` and ``memo_x`` of the stream loops when no prediction is remembered (batches).
+#: ``memo`` and ``memo_x`` of the stream loops when no prediction is remembered (batches), and the
+#: ``y`` of the novelty rules.
 NO_MEMO = np.zeros(0, dtype=np.float64)
 
 
@@ -297,62 +308,72 @@ def expansion_decision(X, sv, coef, ring, scale, kind, width, degree, coef0, lut
 
 
 # --------------------------------------------------------------------------
+# the rule's constants: one float64 array per loop call
+# --------------------------------------------------------------------------
+
+# OLK rules (:func:`olk_fit_stream`) and the indices of their ``rule`` array (:func:`olk_rule`)
+OLK_C = 0
+OLK_R = 1
+OLK_N = 2
+O_FORM, O_R, O_C, O_EPSILON, O_NU, O_RHO_RULE, O_THRESHOLD = range(7)
+
+# NORMA rules (:func:`norma_fit_stream`) and the indices of their ``rule`` array (:func:`norma_rule`)
+NORMA_HINGE = 0
+NORMA_NU = 1
+NORMA_REGRESSION = 2
+NORMA_NOVELTY = 3
+N_FORM, N_ETA, N_SCHEDULE, N_LAM, N_MARGIN, N_STRICT, N_NU, N_LOSS, N_USE_OFFSET, N_THRESHOLD = range(10)
+
+
+def olk_rule(form, r, C, *, epsilon=0.0, nu=0.0, rho_rule=0, sv_threshold=0.0):
+    """The ``rule`` array of :func:`olk_fit_stream` (and of the one-vs-rest OLK_C loop)."""
+    return np.array([form, r, C, epsilon, nu, rho_rule, sv_threshold], dtype=np.float64)
+
+
+def norma_rule(form, p, *, margin=0.0, strict=True, nu=0.0, loss=0, use_offset=False):
+    """The ``rule`` array of :func:`norma_fit_stream` (and of the one-vs-rest NORMA loop); ``p`` holds
+    the checked ``eta``, ``schedule``, ``lam`` and ``sv_threshold``."""
+    return np.array([form, p["eta"], p["schedule"], p["lam"], margin, strict, nu, loss, use_offset,
+                     p["sv_threshold"]], dtype=np.float64)
+
+
+# --------------------------------------------------------------------------
 # OLK
 # --------------------------------------------------------------------------
 
 
 @njit(cache=True)
-def olk_c_fit_stream(X, y, sv, coef, ring, state, r, C, kind, width, degree, coef0, lut, sv_threshold, f_out,
-                     memo, memo_x):
-    """OLK_C over the rows of ``X`` (labels ``y`` in {-1, +1})."""
+def olk_fit_stream(X, y, sv, coef, ring, state, rule, kind, width, degree, coef0, lut, f_out, memo, memo_x):
+    """OLK_C (labels ``y`` in {-1, +1}), OLK_R (targets ``y``) or OLK_N (``y`` unused) over the rows of
+    ``X``, by ``rule[O_FORM]``. OLK_N evaluates every row itself (its rho rule needs the term a full
+    expansion evicts): it takes no remembered ``f``."""
+    form = int(rule[O_FORM])
+    r = rule[O_R]
+    C = rule[O_C]
+    sv_threshold = rule[O_THRESHOLD]
     f_given = given_f(X, memo, memo_x, state[STEPS], 0.0)
-    scale = state[SCALE]
-    decay = olk_decay(r)
-    for i in range(X.shape[0]):
-        x = X[i]
-        f = stream_value(f_given, i, x, sv, coef, ring, scale, 0.0, kind, width, degree, coef0, lut)
-        kxx = self_kernel(kind, x, width, degree, coef0, lut)
-        olk_c_update(x, y[i], f, sv, coef, ring, scale, r, C, kxx, sv_threshold)
-        f_out[i] = f
-        scale = settle_scale(coef, ring, scale * decay)
-    state[SCALE] = scale
-    state[STEPS] += X.shape[0]
-
-
-@njit(cache=True)
-def olk_r_fit_stream(X, y, sv, coef, ring, state, r, C, epsilon, kind, width, degree, coef0, lut, sv_threshold,
-                     f_out, memo, memo_x):
-    """OLK_R over the rows of ``X`` with targets ``y``."""
-    f_given = given_f(X, memo, memo_x, state[STEPS], 0.0)
-    scale = state[SCALE]
-    decay = olk_decay(r)
-    for i in range(X.shape[0]):
-        x = X[i]
-        f = stream_value(f_given, i, x, sv, coef, ring, scale, 0.0, kind, width, degree, coef0, lut)
-        kxx = self_kernel(kind, x, width, degree, coef0, lut)
-        olk_r_update(x, y[i], f, sv, coef, ring, scale, r, C, epsilon, kxx, sv_threshold)
-        f_out[i] = f
-        scale = settle_scale(coef, ring, scale * decay)
-    state[SCALE] = scale
-    state[STEPS] += X.shape[0]
-
-
-@njit(cache=True)
-def olk_n_fit_stream(X, sv, coef, ring, state, r, nu, C, rho_rule, kind, width, degree, coef0, lut, sv_threshold,
-                     f_out, a_out):
-    """OLK_N over the rows of ``X``; ``a_out[i]`` receives the dual variable of row ``i``."""
+    if form == OLK_N:
+        f_given = f_given[0:0]
     scale = state[SCALE]
     rho = state[RHO]
     decay = olk_decay(r)
     for i in range(X.shape[0]):
         x = X[i]
-        total, oldest = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
-        f = scale * total
+        if f_given.shape[0] > 0:
+            f = f_given[i]
+            oldest = 0.0
+        else:
+            total, oldest = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
+            f = scale * total
         kxx = self_kernel(kind, x, width, degree, coef0, lut)
-        a, rho = olk_n_update(x, f, scale * oldest, sv, coef, ring, scale, r, nu, C, rho, rho_rule, kxx,
-                              sv_threshold)
+        if form == OLK_C:
+            olk_c_update(x, y[i], f, sv, coef, ring, scale, r, C, kxx, sv_threshold)
+        elif form == OLK_R:
+            olk_r_update(x, y[i], f, sv, coef, ring, scale, r, C, rule[O_EPSILON], kxx, sv_threshold)
+        else:
+            _, rho = olk_n_update(x, f, scale * oldest, sv, coef, ring, scale, r, rule[O_NU], C, rho,
+                                  int(rule[O_RHO_RULE]), kxx, sv_threshold)
         f_out[i] = f
-        a_out[i] = a
         scale = settle_scale(coef, ring, scale * decay)
     state[SCALE] = scale
     state[RHO] = rho
@@ -365,93 +386,35 @@ def olk_n_fit_stream(X, sv, coef, ring, state, r, nu, C, rho_rule, kind, width, 
 
 
 @njit(cache=True)
-def norma_classification_fit_stream(X, y, sv, coef, ring, state, eta, schedule, lam, margin, strict, use_offset,
-                                    kind, width, degree, coef0, lut, sv_threshold, f_out, memo, memo_x):
-    """Soft-margin NORMA / kernel perceptron over the rows of ``X`` (``y`` in {-1, +1})."""
-    scale = state[SCALE]
-    b = state[OFFSET]
-    f_given = given_f(X, memo, memo_x, state[STEPS], b)
-    t = state[STEPS]
+def norma_fit_stream(X, y, sv, coef, ring, state, rule, kind, width, degree, coef0, lut, f_out, memo, memo_x):
+    """NORMA over the rows of ``X``, by ``rule[N_FORM]``: soft margin / kernel perceptron
+    (``NORMA_HINGE``) or nu-classification (``y`` in {-1, +1}), regression (any loss of
+    :data:`learners.steps.REGRESSION_LOSSES`, targets ``y``) or nu-novelty (``y`` unused)."""
+    form = int(rule[N_FORM])
+    eta, schedule, lam, nu = rule[N_ETA], rule[N_SCHEDULE], rule[N_LAM], rule[N_NU]
+    use_offset = rule[N_USE_OFFSET] != 0.0
+    sv_threshold = rule[N_THRESHOLD]
+    scale, rho, b = state[SCALE], state[RHO], state[OFFSET]
+    epsilon, sigma, t = state[EPSILON], state[SIGMA], state[STEPS]
+    f_given = given_f(X, memo, memo_x, t, b)
     for i in range(X.shape[0]):
         t += 1.0
         eta_t = step_size(eta, schedule, t)
         x = X[i]
         f = stream_value(f_given, i, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut)
-        _, b = norma_classification_update(x, y[i], f, sv, coef, ring, scale, eta_t, lam, margin, strict, b,
-                                           use_offset, sv_threshold)
+        if form == NORMA_HINGE:
+            _, b = norma_classification_update(x, y[i], f, sv, coef, ring, scale, eta_t, lam, rule[N_MARGIN],
+                                               rule[N_STRICT] != 0.0, b, use_offset, sv_threshold)
+        elif form == NORMA_NU:
+            _, rho, b = norma_nu_classification_update(x, y[i], f, sv, coef, ring, scale, eta_t, lam, nu, rho, b,
+                                                       use_offset, sv_threshold)
+        elif form == NORMA_REGRESSION:
+            _, epsilon, sigma, b = norma_regression_update(x, y[i], f, sv, coef, ring, scale, eta_t, lam,
+                                                           int(rule[N_LOSS]), epsilon, nu, sigma, b, use_offset,
+                                                           sv_threshold)
+        else:
+            _, rho = norma_novelty_update(x, f, sv, coef, ring, scale, eta_t, lam, nu, rho, sv_threshold)
         f_out[i] = f
         scale = settle_scale(coef, ring, scale * norma_decay(eta_t, lam))
-    state[SCALE] = scale
-    state[OFFSET] = b
-    state[STEPS] = t
-
-
-@njit(cache=True)
-def norma_nu_classification_fit_stream(X, y, sv, coef, ring, state, eta, schedule, lam, nu, use_offset, kind, width,
-                                       degree, coef0, lut, sv_threshold, f_out, memo, memo_x):
-    """nu-NORMA classification over the rows of ``X`` (``y`` in {-1, +1})."""
-    scale = state[SCALE]
-    rho = state[RHO]
-    b = state[OFFSET]
-    f_given = given_f(X, memo, memo_x, state[STEPS], b)
-    t = state[STEPS]
-    for i in range(X.shape[0]):
-        t += 1.0
-        eta_t = step_size(eta, schedule, t)
-        x = X[i]
-        f = stream_value(f_given, i, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut)
-        _, rho, b = norma_nu_classification_update(x, y[i], f, sv, coef, ring, scale, eta_t, lam, nu, rho, b,
-                                                   use_offset, sv_threshold)
-        f_out[i] = f
-        scale = settle_scale(coef, ring, scale * norma_decay(eta_t, lam))
-    state[SCALE] = scale
-    state[RHO] = rho
-    state[OFFSET] = b
-    state[STEPS] = t
-
-
-@njit(cache=True)
-def norma_regression_fit_stream(X, y, sv, coef, ring, state, eta, schedule, lam, loss, nu, use_offset, kind, width,
-                                degree, coef0, lut, sv_threshold, f_out, memo, memo_x):
-    """NORMA regression (any loss of :data:`learners.steps.REGRESSION_LOSSES`) over the rows of ``X``."""
-    scale = state[SCALE]
-    b = state[OFFSET]
-    f_given = given_f(X, memo, memo_x, state[STEPS], b)
-    epsilon = state[EPSILON]
-    sigma = state[SIGMA]
-    t = state[STEPS]
-    for i in range(X.shape[0]):
-        t += 1.0
-        eta_t = step_size(eta, schedule, t)
-        x = X[i]
-        f = stream_value(f_given, i, x, sv, coef, ring, scale, b, kind, width, degree, coef0, lut)
-        _, epsilon, sigma, b = norma_regression_update(x, y[i], f, sv, coef, ring, scale, eta_t, lam, loss, epsilon,
-                                                       nu, sigma, b, use_offset, sv_threshold)
-        f_out[i] = f
-        scale = settle_scale(coef, ring, scale * norma_decay(eta_t, lam))
-    state[SCALE] = scale
-    state[OFFSET] = b
-    state[EPSILON] = epsilon
-    state[SIGMA] = sigma
-    state[STEPS] = t
-
-
-@njit(cache=True)
-def norma_novelty_fit_stream(X, sv, coef, ring, state, eta, schedule, lam, nu, kind, width, degree, coef0, lut,
-                             sv_threshold, f_out):
-    """nu-NORMA novelty detection over the rows of ``X``."""
-    scale = state[SCALE]
-    rho = state[RHO]
-    t = state[STEPS]
-    for i in range(X.shape[0]):
-        t += 1.0
-        eta_t = step_size(eta, schedule, t)
-        x = X[i]
-        total, _ = kernel_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
-        f = scale * total
-        _, rho = norma_novelty_update(x, f, sv, coef, ring, scale, eta_t, lam, nu, rho, sv_threshold)
-        f_out[i] = f
-        scale = settle_scale(coef, ring, scale * norma_decay(eta_t, lam))
-    state[SCALE] = scale
-    state[RHO] = rho
-    state[STEPS] = t
+    state[SCALE], state[RHO], state[OFFSET] = scale, rho, b
+    state[EPSILON], state[SIGMA], state[STEPS] = epsilon, sigma, t

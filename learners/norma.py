@@ -26,13 +26,8 @@ from __future__ import annotations
 from sklearn.base import ClassifierMixin, OutlierMixin, RegressorMixin
 
 from learners import _ovr, _stream
-from learners._base import (
-    DEFAULT_BUDGET,
-    MulticlassClassifierMixin,
-    OneClassMixin,
-    OnlineKernelEstimator,
-    RegressionMixin,
-)
+from learners._base import (DEFAULT_BUDGET, MulticlassClassifierMixin, OneClassMixin, OnlineKernelEstimator,
+                            RegressionMixin)
 from learners._docs import EXPANSION_PARAMETERS, FITTED_EXPANSION, KERNEL_PARAMETERS, fill, filled
 from learners._validation import check_bool, check_choice, check_real, store_params
 from learners.steps import REGRESSION_LOSSES
@@ -126,14 +121,15 @@ class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
     def _init_state(self, p):
         self._state[_stream.RHO] = p["margin"] if p["loss"] == "nu" else 0.0
 
-    def _stream_call(self, p):
-        step = (*self._expansion_args(), p["eta"], p["schedule"], p["lam"])
-        kernel = (*self._kernel_args(p), p["sv_threshold"])
+    def _rule(self, p):
         if p["loss"] == "nu":
-            return _stream.norma_nu_classification_fit_stream, (*step, p["nu"], p["use_offset"], *kernel)
+            return _stream.norma_rule(_stream.NORMA_NU, p, nu=p["nu"], use_offset=p["use_offset"])
         perceptron = p["loss"] == "perceptron"
-        margin = 0.0 if perceptron else p["margin"]
-        return _stream.norma_classification_fit_stream, (*step, margin, not perceptron, p["use_offset"], *kernel)
+        return _stream.norma_rule(_stream.NORMA_HINGE, p, margin=0.0 if perceptron else p["margin"],
+                                  strict=not perceptron, use_offset=p["use_offset"])
+
+    def _stream_call(self, p):
+        return _stream.norma_fit_stream, (*self._expansion_args(), self._rule(p), *self._kernel_args(p))
 
     def _handles_many_classes(self):
         """Whether more than two classes can be learnt: not with ``loss="nu"`` (river's adapter asks)."""
@@ -146,12 +142,8 @@ class NORMAClassifier(MulticlassClassifierMixin, ClassifierMixin, _NORMABase):
                              "classes takes loss='hinge' or 'perceptron'")
 
     def _run_ovr_stream(self, X, y, p, f_out):
-        kind, width, degree, coef0, lut = self._kernel_args(p)
-        perceptron = p["loss"] == "perceptron"
-        margin = 0.0 if perceptron else p["margin"]
-        _ovr.norma_ovr_fit_stream(X, y, self._sv, self._coef, self._ring, self._state, self._offsets, p["eta"],
-                                  p["schedule"], p["lam"], margin, not perceptron, p["use_offset"], kind, width,
-                                  degree, coef0, lut, f_out)
+        _ovr.norma_ovr_fit_stream(X, y, *self._expansion_args(), self._offsets, self._rule(p), *self._kernel_args(p),
+                                  f_out)
 
     def _state_attrs(self, p):
         if p["loss"] == "nu":
@@ -227,9 +219,8 @@ class NORMARegressor(RegressionMixin, RegressorMixin, _NORMABase):
         self._state[_stream.SIGMA] = p["sigma"]
 
     def _stream_call(self, p):
-        return _stream.norma_regression_fit_stream, (*self._expansion_args(), p["eta"], p["schedule"], p["lam"],
-                                                     p["loss"], p["nu"], p["use_offset"], *self._kernel_args(p),
-                                                     p["sv_threshold"])
+        rule = _stream.norma_rule(_stream.NORMA_REGRESSION, p, loss=p["loss"], nu=p["nu"], use_offset=p["use_offset"])
+        return _stream.norma_fit_stream, (*self._expansion_args(), rule, *self._kernel_args(p))
 
     def _state_attrs(self, p):
         state = self._state
@@ -277,11 +268,9 @@ class NORMAOneClass(OneClassMixin, OutlierMixin, _NORMABase):
         p["nu"] = check_real("nu", self.nu, low=0.0, high=1.0, low_open=True)
         return p
 
-    def _run_stream(self, X, y, p, f_out):
-        kind, width, degree, coef0, lut = self._kernel_args(p)
-        _stream.norma_novelty_fit_stream(X, self._sv, self._coef, self._ring, self._state, p["eta"], p["schedule"],
-                                         p["lam"], p["nu"], kind, width, degree, coef0, lut, p["sv_threshold"],
-                                         f_out)
+    def _stream_call(self, p):
+        rule = _stream.norma_rule(_stream.NORMA_NOVELTY, p, nu=p["nu"])
+        return _stream.norma_fit_stream, (*self._expansion_args(), rule, *self._kernel_args(p))
 
     def _state_attrs(self, p):
         rho = float(self._state[_stream.RHO])

@@ -24,14 +24,8 @@ import numpy as np
 from sklearn.base import ClassifierMixin, OutlierMixin, RegressorMixin
 
 from learners import _ovr, _stream
-from learners._base import (
-    DEFAULT_BUDGET,
-    MulticlassClassifierMixin,
-    OneClassMixin,
-    OnlineKernelEstimator,
-    RegressionMixin,
-    scale_width,
-)
+from learners._base import (DEFAULT_BUDGET, MulticlassClassifierMixin, OneClassMixin, OnlineKernelEstimator,
+                            RegressionMixin, scale_width)
 from learners._docs import EXPANSION_PARAMETERS, FITTED_EXPANSION, KERNEL_PARAMETERS, fill, filled
 from learners._validation import check_choice, check_real, check_width, store_params
 from learners.steps import RHO_RULES
@@ -124,13 +118,12 @@ class OLKClassifier(MulticlassClassifierMixin, ClassifierMixin, OnlineKernelEsti
         return {"C": check_real("C", self.C, low=0.0, low_open=True), "r": check_real("r", self.r, low=0.0)}
 
     def _stream_call(self, p):
-        return _stream.olk_c_fit_stream, (*self._expansion_args(), p["r"], p["C"], *self._kernel_args(p),
-                                          p["sv_threshold"])
+        rule = _stream.olk_rule(_stream.OLK_C, p["r"], p["C"], sv_threshold=p["sv_threshold"])
+        return _stream.olk_fit_stream, (*self._expansion_args(), rule, *self._kernel_args(p))
 
     def _run_ovr_stream(self, X, y, p, f_out):
-        kind, width, degree, coef0, lut = self._kernel_args(p)
-        _ovr.olk_c_ovr_fit_stream(X, y, self._sv, self._coef, self._ring, self._state, self._offsets, p["r"],
-                                  p["C"], kind, width, degree, coef0, lut, f_out)
+        _ovr.olk_c_ovr_fit_stream(X, y, *self._expansion_args(), self._offsets,
+                                  _stream.olk_rule(_stream.OLK_C, p["r"], p["C"]), *self._kernel_args(p), f_out)
 
     def _state_attrs(self, params):
         return {"offset_": self._offsets.copy() if self._multiclass() else 0.0}
@@ -191,8 +184,8 @@ class OLKRegressor(RegressionMixin, RegressorMixin, OnlineKernelEstimator):
 
     def _stream_call(self, p):
         C = self.C_ if p["C"] is None else p["C"]
-        return _stream.olk_r_fit_stream, (*self._expansion_args(), p["r"], C, p["epsilon"],
-                                          *self._kernel_args(p), p["sv_threshold"])
+        rule = _stream.olk_rule(_stream.OLK_R, p["r"], C, epsilon=p["epsilon"], sv_threshold=p["sv_threshold"])
+        return _stream.olk_fit_stream, (*self._expansion_args(), rule, *self._kernel_args(p))
 
     def _state_attrs(self, params):
         return {"offset_": 0.0} if params["C"] is None else {"offset_": 0.0, "C_": params["C"]}
@@ -262,11 +255,10 @@ class OLKOneClass(OneClassMixin, OutlierMixin, OnlineKernelEstimator):
     def _data_width(self, X, params):
         return local_width(X, params["nu"], params["budget"])
 
-    def _run_stream(self, X, y, p, f_out):
-        kind, width, degree, coef0, lut = self._kernel_args(p)
-        a_out = np.empty(X.shape[0], dtype=np.float64)
-        _stream.olk_n_fit_stream(X, self._sv, self._coef, self._ring, self._state, p["r"], p["nu"], p["C"],
-                                 p["rho_rule"], kind, width, degree, coef0, lut, p["sv_threshold"], f_out, a_out)
+    def _stream_call(self, p):
+        rule = _stream.olk_rule(_stream.OLK_N, p["r"], p["C"], nu=p["nu"], rho_rule=p["rho_rule"],
+                                sv_threshold=p["sv_threshold"])
+        return _stream.olk_fit_stream, (*self._expansion_args(), rule, *self._kernel_args(p))
 
     def _state_attrs(self, params):
         rho = float(self._state[_stream.RHO])
