@@ -28,8 +28,6 @@ true coefficient fell below it after the step (OLK Remark 4).
 This module imports only numpy and numba.
 """
 
-import math
-
 from numba import njit
 
 from learners.expansion import expansion_prune, expansion_push, expansion_sum
@@ -323,6 +321,14 @@ def olk_n_step(x, sv, coef, ring, scale, r, nu, C, rho, rho_rule, kind, width, d
 
 
 @njit(cache=True, fastmath=True)
+def norma_value(x, sv, coef, ring, scale, b, kernel):
+    """``f_t(x) = scale * sum_j coef[j] k(sv[j], x) + b``, ``kernel = (kind, width, degree, coef0, lut)``."""
+    kind, width, degree, coef0, lut = kernel
+    total, _ = expansion_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
+    return scale * total + b
+
+
+@njit(cache=True, fastmath=True)
 def norma_add_term(x, alpha, new_scale, sv, coef, ring, b, use_offset, sv_threshold):
     """Store NORMA's new term ``alpha k(x, .)`` (when non-zero; ``b += alpha`` with an offset),
     then prune; returns the offset."""
@@ -360,15 +366,15 @@ def norma_classification_update(x, y, f, sv, coef, ring, scale, eta, lam, margin
 
 
 @njit(cache=True, fastmath=True)
-def norma_classification_step(x, y, sv, coef, ring, scale, eta, lam, margin, strict, b, use_offset,
-                              kind, width, degree, coef0, lut, sv_threshold):
-    """One soft-margin NORMA step (fixed margin) or kernel perceptron step.
+def norma_classification_step(x, y, sv, coef, ring, scale, eta, lam, margin, strict, b, use_offset, kernel,
+                              sv_threshold):
+    """One soft-margin NORMA step (fixed margin) or kernel perceptron step; ``kernel`` is the tuple
+    ``(kind, width, degree, coef0, lut)``.
 
     Returns ``(f_t(x), alpha, b)``; ``f`` includes the offset ``b``. The caller
     then sets ``scale *= norma_decay(eta, lam)``.
     """
-    total, _ = expansion_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
-    f = scale * total + b
+    f = norma_value(x, sv, coef, ring, scale, b, kernel)
     alpha, b = norma_classification_update(x, y, f, sv, coef, ring, scale, eta, lam, margin, strict, b,
                                            use_offset, sv_threshold)
     return f, alpha, b
@@ -398,14 +404,14 @@ def norma_nu_classification_update(x, y, f, sv, coef, ring, scale, eta, lam, nu,
 
 
 @njit(cache=True, fastmath=True)
-def norma_nu_classification_step(x, y, sv, coef, ring, scale, eta, lam, nu, rho, b, use_offset,
-                                 kind, width, degree, coef0, lut, sv_threshold):
-    """One nu-NORMA classification step. Returns ``(f_t(x), alpha, rho, b)``.
+def norma_nu_classification_step(x, y, sv, coef, ring, scale, eta, lam, nu, rho, b, use_offset, kernel,
+                                 sv_threshold):
+    """One nu-NORMA classification step (``kernel`` as in :func:`norma_classification_step`).
+    Returns ``(f_t(x), alpha, rho, b)``.
 
     The caller then sets ``scale *= norma_decay(eta, lam)``.
     """
-    total, _ = expansion_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
-    f = scale * total + b
+    f = norma_value(x, sv, coef, ring, scale, b, kernel)
     alpha, rho, b = norma_nu_classification_update(x, y, f, sv, coef, ring, scale, eta, lam, nu, rho, b,
                                                    use_offset, sv_threshold)
     return f, alpha, rho, b
@@ -462,14 +468,14 @@ def norma_regression_update(x, y, f, sv, coef, ring, scale, eta, lam, loss, epsi
 
 
 @njit(cache=True, fastmath=True)
-def norma_regression_step(x, y, sv, coef, ring, scale, eta, lam, loss, epsilon, nu, sigma, b, use_offset,
-                          kind, width, degree, coef0, lut, sv_threshold):
-    """One NORMA regression step. Returns ``(f_t(x), alpha, epsilon, sigma, b)``.
+def norma_regression_step(x, y, sv, coef, ring, scale, eta, lam, loss, epsilon, nu, sigma, b, use_offset, kernel,
+                          sv_threshold):
+    """One NORMA regression step (``kernel`` as in :func:`norma_classification_step`).
+    Returns ``(f_t(x), alpha, epsilon, sigma, b)``.
 
     The caller then sets ``scale *= norma_decay(eta, lam)``.
     """
-    total, _ = expansion_sum(x, sv, coef, ring, kind, width, degree, coef0, lut)
-    f = scale * total + b
+    f = norma_value(x, sv, coef, ring, scale, b, kernel)
     alpha, epsilon, sigma, b = norma_regression_update(x, y, f, sv, coef, ring, scale, eta, lam, loss, epsilon,
                                                        nu, sigma, b, use_offset, sv_threshold)
     return f, alpha, epsilon, sigma, b

@@ -207,7 +207,7 @@ def test_norma_classification_step_matches_reference(kernel, kw, loss, eta, lam,
     for x, yy in zip(X, y):
         f_ref = ref.norma_classification(exp, x, yy, eta, lam, margin, perceptron, use_offset, thr)
         f, alpha, b = steps.norma_classification_step(x, yy, jit.sv, jit.coef, jit.ring, jit.scale, eta, lam,
-                                                      margin, not perceptron, b, use_offset, *jit.kargs, thr)
+                                                      margin, not perceptron, b, use_offset, jit.kargs, thr)
         jit.decay(steps.norma_decay(eta, lam))
         assert f == pytest.approx(f_ref, rel=RTOL, abs=ATOL)
         assert b == pytest.approx(exp.b, rel=RTOL, abs=ATOL)
@@ -226,7 +226,7 @@ def test_norma_nu_classification_step_matches_reference(eta, lam, nu, use_offset
     for x, yy in zip(X, y):
         f_ref, rho_ref = ref.norma_nu_classification(exp, x, yy, eta, lam, nu, rho_ref, use_offset)
         f, alpha, rho, b = steps.norma_nu_classification_step(x, yy, jit.sv, jit.coef, jit.ring, jit.scale, eta,
-                                                              lam, nu, rho, b, use_offset, *jit.kargs, 0.0)
+                                                              lam, nu, rho, b, use_offset, jit.kargs, 0.0)
         jit.decay(steps.norma_decay(eta, lam))
         assert f == pytest.approx(f_ref, rel=RTOL, abs=ATOL)
         assert rho == pytest.approx(rho_ref, rel=RTOL, abs=ATOL)
@@ -252,7 +252,7 @@ def test_norma_regression_step_matches_reference(loss, eta, lam, use_offset, bud
         f_ref, eps_ref, sigma_ref = ref.norma_regression(exp, x, yy, eta, lam, loss, eps_ref, nu, sigma_ref,
                                                          use_offset, thr)
         f, alpha, eps, sigma, b = steps.norma_regression_step(x, yy, jit.sv, jit.coef, jit.ring, jit.scale, eta, lam,
-                                                              code, eps, nu, sigma, b, use_offset, *jit.kargs, thr)
+                                                              code, eps, nu, sigma, b, use_offset, jit.kargs, thr)
         jit.decay(steps.norma_decay(eta, lam))
         assert f == pytest.approx(f_ref, rel=RTOL, abs=ATOL)
         assert (eps, sigma) == pytest.approx((eps_ref, sigma_ref), rel=RTOL, abs=ATOL)
