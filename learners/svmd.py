@@ -152,7 +152,7 @@ class _SVMDBase(OnlineKernelEstimator):
         self._margin_out = margin_out = np.empty(n, dtype=np.float64)
         y_arr = np.zeros(n) if y is None else np.ascontiguousarray(y, dtype=np.float64)
         kind, width, degree, coef0, _ = self._kernel_args(params)
-        args = (self._sv, self._alpha, self._beta, self._ring, self._kappa, self._state, self._offset,
+        args = ((self._sv, self._alpha, self._beta, self._ring, self._state, self._offset), self._kappa,
                 params["params"], kind, width, degree, coef0)
         if X.shape[1] < _BLOCK_MIN_FEATURES:
             S.svmd_fit_stream(self._loss_code, X, y_arr, self._delta, *args, f_out, eta_out, margin_out)
@@ -164,7 +164,7 @@ class _SVMDBase(OnlineKernelEstimator):
             dots = Xb @ self._sv.T
             cross = Xb @ Xb.T
             sv_sq = np.einsum("ij,ij->i", self._sv, self._sv)
-            S.svmd_fit_block(self._loss_code, Xb, y_arr[block], self._delta, dots, cross, sv_sq, *args,
+            S.svmd_fit_block(self._loss_code, Xb, y_arr[block], self._delta, (dots, cross, sv_sq), *args,
                              f_out[block], eta_out[block], margin_out[block])
         return self._after_learn(f_out, eta_out, params)
 

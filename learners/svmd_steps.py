@@ -22,6 +22,10 @@ State (structure of arrays, so one learner or every pixel of a frame can hold it
   ``V_EPS``, ``STEPS`` (t), ``ETA0``;
 - ``offset`` float64 ``(3, K)``: rows ``b``, ``eta_b``, ``v_b`` (eq. 50-52).
 
+The update and the stream loops take these six as one tuple ``model = (sv, alpha,
+beta, ring, state, offset)`` and write them in place; the per-loss steps take them
+one by one.
+
 Parameters travel in one float64 array ``params`` (indices ``P_*``): the
 regulariser ``c``, meta-step ``mu``, decay ``lam`` (the paper's lambda; 0 is the
 single-step variant), ``nu`` (0 = fixed margin), the offset's and the margin's
@@ -333,14 +337,15 @@ def _push_slot(ring, B):
 
 
 @njit(cache=True)
-def svmd_update(x, krow, kxx, f_raw, v_raw, xi, chi, violated, sv, alpha, beta, ring, kappa, state, offset,
-                params, work):
+def svmd_update(x, krow, kxx, f_raw, v_raw, xi, chi, violated, model, kappa, params, work):
     """Steps (b)iii-(e) of Algorithm 2 given ``xi`` (and ``chi``) at ``x``; ``work`` is a ``(4, K)`` workspace.
 
+    ``model`` is the learner's tuple ``(sv, alpha, beta, ring, state, offset)``;
     ``krow[j] = k(sv[j], x)`` for the live slots, ``f_raw = f_t(x, .)`` without the
     offset, ``v_raw = v_t(x, .)``. ``violated`` is the margin violation for the
     nu-trick (ignored when ``params[P_NU] == 0``). Writes everything in place.
     """
+    sv, alpha, beta, ring, state, offset = model
     K = alpha.shape[1]
     B = alpha.shape[0]
     count = ring[1]
@@ -437,7 +442,8 @@ def svmd_predict(x, sv, alpha, beta, ring, kappa, kind, width, degree, coef0, kr
 
 
 @njit(cache=True)
-def _prepare(x, sv, alpha, beta, ring, kappa, offset, params, kind, width, degree, coef0):
+def _prepare(x, model, kappa, params, kind, width, degree, coef0):
+    sv, alpha, beta, ring, _, offset = model
     K = alpha.shape[1]
     krow = np.empty(alpha.shape[0])
     f_raw = np.empty(K)
@@ -458,13 +464,14 @@ def _prepare(x, sv, alpha, beta, ring, kappa, offset, params, kind, width, degre
 
 
 @njit(cache=True)
-def svmd_loss_update(loss, x, y, delta, krow, kxx, f_raw, v_raw, f, sv, alpha, beta, ring, kappa, state, offset,
-                     params, work):
+def svmd_loss_update(loss, x, y, delta, krow, kxx, f_raw, v_raw, f, model, kappa, params, work):
     """Table 1's ``xi`` (and ``chi``) for ``loss`` at ``f = f_t(x, .) + b``, then :func:`svmd_update`.
 
+    ``model`` is the learner's tuple ``(sv, alpha, beta, ring, state, offset)`` (written in place);
     ``work`` is a ``(4, K)`` float64 workspace (rows: xi, chi, and two for :func:`svmd_update`).
     """
-    K = alpha.shape[1]
+    state = model[4]
+    K = model[1].shape[1]
     xi = work[0]
     chi = work[1]
     for z in range(K):
@@ -483,50 +490,48 @@ def svmd_loss_update(loss, x, y, delta, krow, kxx, f_raw, v_raw, f, sv, alpha, b
         binary_logistic_xi(f, y, v_raw, xi, chi)
     else:
         multiclass_logistic_xi(f, int(y), v_raw, xi, chi)
-    svmd_update(x, krow, kxx, f_raw, v_raw, xi, chi, violated, sv, alpha, beta, ring, kappa, state, offset, params,
-                work)
+    svmd_update(x, krow, kxx, f_raw, v_raw, xi, chi, violated, model, kappa, params, work)
 
 
 @njit(cache=True)
-def _step(loss, x, y, delta, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree, coef0):
-    krow, f_raw, v_raw, f, kxx = _prepare(x, sv, alpha, beta, ring, kappa, offset, params, kind, width, degree,
-                                          coef0)
-    svmd_loss_update(loss, x, y, delta, krow, kxx, f_raw, v_raw, f, sv, alpha, beta, ring, kappa, state, offset,
-                     params, np.empty((4, alpha.shape[1])))
+def _step(loss, x, y, delta, model, kappa, params, kind, width, degree, coef0):
+    krow, f_raw, v_raw, f, kxx = _prepare(x, model, kappa, params, kind, width, degree, coef0)
+    svmd_loss_update(loss, x, y, delta, krow, kxx, f_raw, v_raw, f, model, kappa, params,
+                     np.empty((4, model[1].shape[1])))
     return f
 
 
 @njit(cache=True)
 def svmd_novelty_step(x, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree, coef0):
     """Novelty detection (Table 1, eq. 23-24; nu-trick eq. 53-58). Novelty iff ``f < eps``."""
-    return _step(NOVELTY, x, 0.0, kappa, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree,
-                 coef0)
+    return _step(NOVELTY, x, 0.0, kappa, (sv, alpha, beta, ring, state, offset), kappa, params, kind, width,
+                 degree, coef0)
 
 
 @njit(cache=True)
 def svmd_binary_step(x, y, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree, coef0):
     """Binary soft margin (eq. 14-15), ``y`` in {-1, +1}; margin ``eps`` (1, or learnt by the nu-trick)."""
-    return _step(BINARY_HINGE, x, y, kappa, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree,
-                 coef0)
+    return _step(BINARY_HINGE, x, y, kappa, (sv, alpha, beta, ring, state, offset), kappa, params, kind, width,
+                 degree, coef0)
 
 
 @njit(cache=True)
 def svmd_multiclass_step(x, y, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree, coef0):
     """Multiclass soft margin (eq. 16-17), ``y`` the class index; margin ``eps``."""
-    return _step(MULTICLASS_HINGE, x, y, kappa, sv, alpha, beta, ring, kappa, state, offset, params, kind, width,
+    return _step(MULTICLASS_HINGE, x, y, kappa, (sv, alpha, beta, ring, state, offset), kappa, params, kind, width,
                  degree, coef0)
 
 
 @njit(cache=True)
 def svmd_graph_step(x, y, delta, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree, coef0):
     """Graph-structured label domains (eq. 25-26) with the label distance ``delta`` ``(K, K)``."""
-    return _step(GRAPH, x, y, delta, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree, coef0)
+    return _step(GRAPH, x, y, delta, (sv, alpha, beta, ring, state, offset), kappa, params, kind, width, degree, coef0)
 
 
 @njit(cache=True)
 def svmd_logistic_step(x, y, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree, coef0):
     """Binary logistic regression (eq. 18-19, 36, 43), ``y`` in {-1, +1}."""
-    return _step(BINARY_LOGISTIC, x, y, kappa, sv, alpha, beta, ring, kappa, state, offset, params, kind, width,
+    return _step(BINARY_LOGISTIC, x, y, kappa, (sv, alpha, beta, ring, state, offset), kappa, params, kind, width,
                  degree, coef0)
 
 
@@ -534,24 +539,24 @@ def svmd_logistic_step(x, y, sv, alpha, beta, ring, kappa, state, offset, params
 def svmd_multiclass_logistic_step(x, y, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree,
                                   coef0):
     """Multiclass logistic regression (eq. 20-22, 37-38, 44), ``y`` the class index."""
-    return _step(MULTICLASS_LOGISTIC, x, y, kappa, sv, alpha, beta, ring, kappa, state, offset, params, kind, width,
+    return _step(MULTICLASS_LOGISTIC, x, y, kappa, (sv, alpha, beta, ring, state, offset), kappa, params, kind, width,
                  degree, coef0)
 
 
 @njit(cache=True)
-def svmd_fit_stream(loss, X, y, delta, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree,
-                    coef0, f_out, eta_out, margin_out):
-    """Run the ``loss`` step over the rows of ``X`` in order.
+def svmd_fit_stream(loss, X, y, delta, model, kappa, params, kind, width, degree, coef0, f_out, eta_out, margin_out):
+    """Run the ``loss`` step over the rows of ``X`` in order; ``model`` is the learner's tuple
+    ``(sv, alpha, beta, ring, state, offset)``, written in place.
 
     ``y`` holds +-1 (binary losses), class indices (multiclass, graph) or anything
     (novelty). ``f_out[i]`` is the prediction on row ``i`` before learning from it
     (offset included), ``eta_out[i]`` the step size after the step, ``margin_out[i]``
     the margin the prediction was compared with.
     """
+    state = model[4]
     for i in range(X.shape[0]):
         margin_out[i] = state[EPS]
-        f = _step(loss, X[i], y[i], delta, sv, alpha, beta, ring, kappa, state, offset, params, kind, width, degree,
-                  coef0)
+        f = _step(loss, X[i], y[i], delta, model, kappa, params, kind, width, degree, coef0)
         for z in range(f.shape[0]):
             f_out[i, z] = f[z]
         eta_out[i] = state[ETA]
@@ -585,16 +590,18 @@ def _kernel_from_dot(kind, dot, sq_a, sq_b, width, degree, coef0):
 
 
 @njit(cache=True)
-def svmd_fit_block(loss, X, y, delta, dots, cross, sv_sq, sv, alpha, beta, ring, kappa, state, offset, params, kind,
-                   width, degree, coef0, f_out, eta_out, margin_out):
+def svmd_fit_block(loss, X, y, delta, products, model, kappa, params, kind, width, degree, coef0, f_out, eta_out,
+                   margin_out):
     """:func:`svmd_fit_stream` over a block of rows with the inner products precomputed by BLAS.
 
-    ``dots[i, j] = <X[i], sv[j]>`` for the buffer as it stood before the block,
-    ``cross = X @ X.T``, ``sv_sq[j] = ||sv[j]||^2``. A slot overwritten by row ``r``
+    ``products = (dots, cross, sv_sq)``: ``dots[i, j] = <X[i], sv[j]>`` for the buffer as it stood
+    before the block, ``cross = X @ X.T``, ``sv_sq[j] = ||sv[j]||^2``. A slot overwritten by row ``r``
     of the block reads ``cross[i, r]`` afterwards, so every kernel row equals the one
     :func:`kernel_row` would compute (the same update, a matrix product instead of
     one matrix-vector product per row). ``sv_sq`` is updated in place.
     """
+    dots, cross, sv_sq = products
+    _, alpha, beta, ring, state, offset = model
     B = alpha.shape[0]
     K = alpha.shape[1]
     source = np.full(B, -1, dtype=np.int64)  # -1: the buffer's own point; r >= 0: row r of this block
@@ -621,8 +628,7 @@ def svmd_fit_block(loss, X, y, delta, dots, cross, sv_sq, sv, alpha, beta, ring,
         margin_out[i] = state[EPS]
         start_before = ring[0]
         count_before = ring[1]
-        svmd_loss_update(loss, x, y[i], delta, krow, kxx, f_raw, v_raw, f, sv, alpha, beta, ring, kappa, state,
-                         offset, params, work)
+        svmd_loss_update(loss, x, y[i], delta, krow, kxx, f_raw, v_raw, f, model, kappa, params, work)
         if ring[1] != count_before or ring[0] != start_before:
             slot = count_before if ring[1] != count_before else start_before
             source[slot] = i

@@ -146,7 +146,7 @@ def test_blocked_learning_on_many_features_equals_the_row_by_row_stream(kernel, 
     params = S.make_params(0.01, 0.1, 0.95, use_offset=True)
     eta_out = np.empty(600)
     code = S.MULTICLASS_HINGE if loss == "hinge" else S.MULTICLASS_LOGISTIC
-    S.svmd_fit_stream(code, X, y.astype(float), np.zeros((K, K)), sv, alpha, beta, ring, np.eye(K), state, offset,
+    S.svmd_fit_stream(code, X, y.astype(float), np.zeros((K, K)), (sv, alpha, beta, ring, state, offset), np.eye(K),
                       params, KERNELS[kernel], 1.0, 3.0, 1.0, np.empty((600, K)), eta_out, np.empty(600))
     assert ring[1] == 64 and est.n_support_ == 64
     assert np.allclose(est.eta_trace_, eta_out, rtol=1e-9)

@@ -67,7 +67,7 @@ def _run_both(loss, use_offset, nu, decay=0.9, kernel="gaussian", budget=None):
     rows = []
     for t in range(N_STEPS):
         f_ref, _ = ref.step(X[t], y[t] if loss not in ("multiclass", "graph", "multiclass_logistic") else int(y[t]))
-        S.svmd_fit_stream(code, X[t:t + 1], y[t:t + 1], delta, sv, alpha, beta, ring, kappa, state, offset, params,
+        S.svmd_fit_stream(code, X[t:t + 1], y[t:t + 1], delta, (sv, alpha, beta, ring, state, offset), kappa, params,
                           KERNELS[kernel], 1.5, 2.0, 1.0, f_out, eta_out, np.empty(len(eta_out)))
         rows.append((np.array(f_ref), f_out[0].copy(), ref.eta, state[S.ETA], ref.f_dot_v(), state[S.PI],
                      ref.f_norm2(), state[S.FNORM2], ref.eps, state[S.EPS], np.array(ref.b), offset[0].copy()))
@@ -111,9 +111,10 @@ def test_step_size_never_falls_below_half_of_the_previous(loss):
     f_out = np.empty((400, K))
     eta_out = np.empty(400)
     params = S.make_params(0.01, 5.0, 0.99, nu=0.1 if loss in NU_LOSSES else 0.0, use_offset=True)
-    S.svmd_fit_stream(code, X, y, delta, np.zeros((B, 3)), np.zeros((B, K)), np.zeros((B, K)),
-                      np.zeros(2, dtype=np.int64), kappa, state, S.new_offset(K, 1.0), params, KERNELS["gaussian"],
-                      1.0, 2.0, 1.0, f_out, eta_out, np.empty(len(eta_out)))
+    model = (np.zeros((B, 3)), np.zeros((B, K)), np.zeros((B, K)), np.zeros(2, dtype=np.int64), state,
+             S.new_offset(K, 1.0))
+    S.svmd_fit_stream(code, X, y, delta, model, kappa, params, KERNELS["gaussian"], 1.0, 2.0, 1.0, f_out, eta_out,
+                      np.empty(len(eta_out)))
     prev = np.concatenate([[1.0], eta_out[:-1]])
     assert np.all(eta_out >= 0.5 * prev - 1e-15)
     assert np.any(eta_out < 0.999 * prev) or np.any(eta_out > 1.001 * prev)
@@ -129,9 +130,8 @@ def test_buffer_keeps_the_last_nonzero_terms_in_order():
     state = S.new_state(0.1)
     state[S.EPS] = 1e6
     params = S.make_params(0.01, 0.0, 0.5)
-    S.svmd_fit_stream(S.BINARY_HINGE, X, y, np.zeros((1, 1)), sv, alpha, beta, ring, np.eye(1), state,
-                      S.new_offset(K, 0.1), params, KERNELS["gaussian"], 1.0, 2.0, 1.0, np.empty((n, 1)),
-                      np.empty(n), np.empty(n))
+    S.svmd_fit_stream(S.BINARY_HINGE, X, y, np.zeros((1, 1)), (sv, alpha, beta, ring, state, S.new_offset(K, 0.1)),
+                      np.eye(1), params, KERNELS["gaussian"], 1.0, 2.0, 1.0, np.empty((n, 1)), np.empty(n), np.empty(n))
     assert ring[1] == B
     order = (ring[0] + np.arange(B)) % B
     assert np.allclose(sv[order, 0], X[-B:, 0])  # the last B rows, oldest first
@@ -147,9 +147,9 @@ def test_rows_without_a_margin_error_add_no_term():
     state = S.new_state(5.0)  # one step of eta 5 on k(x,x)=1 pushes f(x) past the margin 1
     params = S.make_params(0.0, 0.0, 0.0)
     f_out = np.empty((6, 1))
-    S.svmd_fit_stream(S.BINARY_HINGE, X, y, np.zeros((1, 1)), np.zeros((B, 2)), np.zeros((B, K)), np.zeros((B, K)),
-                      ring, np.eye(1), state, S.new_offset(K, 1.0), params, KERNELS["gaussian"], 1.0, 2.0, 1.0,
-                      f_out, np.empty(6), np.empty(6))
+    model = (np.zeros((B, 2)), np.zeros((B, K)), np.zeros((B, K)), ring, state, S.new_offset(K, 1.0))
+    S.svmd_fit_stream(S.BINARY_HINGE, X, y, np.zeros((1, 1)), model, np.eye(1), params, KERNELS["gaussian"], 1.0, 2.0,
+                      1.0, f_out, np.empty(6), np.empty(6))
     assert ring[1] == 1
     assert f_out[0, 0] == 0.0 and np.allclose(f_out[1:, 0], 5.0)
 
@@ -160,8 +160,9 @@ def test_decay_schedule_is_the_online_svm_control():
     state = S.new_state(0.5)
     params = S.make_params(0.01, 1.0, 0.9, tau=10.0)
     eta_out = np.empty(n)
-    S.svmd_fit_stream(S.BINARY_HINGE, X, y, np.zeros((1, 1)), np.zeros((n, 3)), np.zeros((n, K)), np.zeros((n, K)),
-                      np.zeros(2, dtype=np.int64), np.eye(1), state, S.new_offset(K, 0.5), params,
-                      KERNELS["gaussian"], 1.0, 2.0, 1.0, np.empty((n, 1)), eta_out, np.empty(n))
+    model = (np.zeros((n, 3)), np.zeros((n, K)), np.zeros((n, K)), np.zeros(2, dtype=np.int64), state,
+             S.new_offset(K, 0.5))
+    S.svmd_fit_stream(S.BINARY_HINGE, X, y, np.zeros((1, 1)), model, np.eye(1), params, KERNELS["gaussian"], 1.0, 2.0,
+                      1.0, np.empty((n, 1)), eta_out, np.empty(n))
     t = np.arange(1, n + 1)
     assert np.allclose(eta_out, 0.5 * 10.0 / (10.0 + t))
