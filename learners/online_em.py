@@ -131,6 +131,15 @@ def gaussian_m_step(k, s0, s1, s2, spherical, reg, mu, ivar, nrm):
     nrm[k] = idet
 
 
+@njit(cache=True, inline="always")
+def _total_weight(s0):
+    """``sum_k s0[k]``, the mixture's total weight, summed in order (in the caller's arithmetic: it is inlined)."""
+    total = 0.0
+    for k in range(s0.shape[0]):
+        total += s0[k]
+    return total
+
+
 @njit(cache=True, fastmath=_FAST, inline="always")
 def _gaussian_e(x, s0, mu, ivar, nrm, spherical, d2, resp):
     """E step: squared Mahalanobis distances into ``d2``, responsibilities into ``resp``.
@@ -144,9 +153,7 @@ def _gaussian_e(x, s0, mu, ivar, nrm, spherical, d2, resp):
     """
     K = s0.shape[0]
     D = x.shape[0]
-    total = 0.0
-    for k in range(K):
-        total += s0[k]
+    total = _total_weight(s0)
     dmin = FAR
     for k in range(K):
         if s0[k] <= EMPTY:
@@ -406,6 +413,13 @@ def _exp_neg(y, sixteenth, par):
     return p
 
 
+@njit(cache=True, inline="always")
+def _batch_layout(x, s0, par, work):
+    """``(K, D, n, zero, one, dmin, light)`` of a batch call: components, channels and mixtures, the state dtype's
+    0 and 1 (``par``), and the rows ``work[0]`` (nearest distance) and ``work[1]`` (lightest component)."""
+    return s0.shape[0], x.shape[0], x.shape[1], par[P_ZERO], par[P_ONE], work[0], work[1]
+
+
 @njit(cache=True, fastmath=_FAST, error_model="numpy")
 def gaussian_e_batch(x, s0, s1, s2, spherical, par, d2, resp, work):
     """M step then E step of ``n`` mixtures, one sample each
@@ -427,19 +441,13 @@ def gaussian_e_batch(x, s0, s1, s2, spherical, par, d2, resp, work):
         component (as a float; the one :func:`gaussian_update_batch` restarts on birth);
         rows 2-4 are scratch.
     """
-    K = s0.shape[0]
-    D = x.shape[0]
-    n = x.shape[1]
-    zero = par[P_ZERO]
-    one = par[P_ONE]
+    K, D, n, zero, one, dmin, light = _batch_layout(x, s0, par, work)
     far = par[P_FAR]
     empty = par[P_EMPTY]
     tail = par[P_TAIL]
     half = par[P_HALF]
     reg = par[P_REG]
     invd = par[P_INVD]
-    dmin = work[0]
-    light = work[1]
     inv = work[2]
     acc = work[3]
     sqm = work[4]
@@ -599,17 +607,11 @@ def gaussian_update_batch(x, s0, s1, s2, spherical, par, resp, work):
     step with ``resp[:, j]`` (:func:`_gaussian_update`). ``resp`` and ``work[2:]`` are
     overwritten.
     """
-    K = s0.shape[0]
-    D = x.shape[0]
-    n = x.shape[1]
-    zero = par[P_ZERO]
-    one = par[P_ONE]
+    K, D, n, zero, one, dmin, light = _batch_layout(x, s0, par, work)
     eta = par[P_ETA]
     keep = par[P_KEEP]
     birth = par[P_BIRTH]
     vinit = par[P_VINIT]
-    dmin = work[0]
-    light = work[1]
     sq = work[2]
     dvinit = zero  # D * var_init
     for j in range(n):
@@ -691,19 +693,35 @@ def _cholesky_inplace(A, D):
     return True
 
 
+@njit(cache=True, inline="always")
+def _responsibilities(logs, lmax, resp):
+    """``resp[k] = exp(logs[k] - lmax)`` normalised to sum 1 (0 for an empty component, ``logs[k] = -FAR``; ``logs``
+    may be ``resp`` itself); returns the sum before normalising (0: every component empty)."""
+    dens_sum = 0.0
+    for k in range(resp.shape[0]):
+        if logs[k] > -FAR:
+            resp[k] = math.exp(logs[k] - lmax)
+            dens_sum += resp[k]
+        else:
+            resp[k] = 0.0
+    if dens_sum > 0.0:
+        for k in range(resp.shape[0]):
+            resp[k] /= dens_sum
+    return dens_sum
+
+
 @njit(cache=True)
 def _gaussian_full_e(x, s0, s1, s2, reg, d2, resp, work, z):
     K = s0.shape[0]
     D = x.shape[0]
-    total = 0.0
-    for k in range(K):
-        total += s0[k]
+    total = _total_weight(s0)
     dmin = FAR
     logs = np.empty(K)
     for k in range(K):
         a = s0[k]
         if a <= EMPTY:
             d2[k] = FAR
+            logs[k] = -FAR
             continue
         inv = 1.0 / a
         for i in range(D):
@@ -714,6 +732,7 @@ def _gaussian_full_e(x, s0, s1, s2, reg, d2, resp, work, z):
             work[i, i] += reg
         if not _cholesky_inplace(work, D):
             d2[k] = FAR
+            logs[k] = -FAR
             continue
         logdet = 0.0
         q = 0.0
@@ -736,18 +755,23 @@ def _gaussian_full_e(x, s0, s1, s2, reg, d2, resp, work, z):
             logs[k] -= 0.5 * (d2[k] - dmin)
             if logs[k] > lmax:
                 lmax = logs[k]
-    dens_sum = 0.0
-    for k in range(K):
-        if d2[k] < FAR:
-            resp[k] = math.exp(logs[k] - lmax)
-            dens_sum += resp[k]
-        else:
-            resp[k] = 0.0
+    dens_sum = _responsibilities(logs, lmax, resp)
     if dens_sum > 0.0:
-        for k in range(K):
-            resp[k] /= dens_sum
         dens_sum *= math.exp(lmax)
     return dens_sum, total, dmin
+
+
+@njit(cache=True, inline="always")
+def _update_weights_and_sums(x, eta, resp, s0, s1):
+    """The step of the statistics every mixture keeps, given the responsibilities: ``s0[k] <- (1 - eta) s0[k] + g``
+    and ``s1[k] <- (1 - eta) s1[k] + g x`` with ``g = eta resp[k]``. Returns ``1 - eta``."""
+    keep = 1.0 - eta
+    for k in range(s0.shape[0]):
+        g = eta * resp[k]
+        s0[k] = keep * s0[k] + g
+        for i in range(x.shape[0]):
+            s1[k, i] = keep * s1[k, i] + g * x[i]
+    return keep
 
 
 @njit(cache=True)
@@ -758,14 +782,11 @@ def gaussian_full_step(x, eta, s0, s1, s2, reg, d2, resp, work, z):
     :func:`gaussian_step` without birth.
     """
     dens_sum, total, dmin = _gaussian_full_e(x, s0, s1, s2, reg, d2, resp, work, z)
-    K = s0.shape[0]
+    keep = _update_weights_and_sums(x, eta, resp, s0, s1)
     D = x.shape[0]
-    keep = 1.0 - eta
-    for k in range(K):
+    for k in range(s0.shape[0]):
         g = eta * resp[k]
-        s0[k] = keep * s0[k] + g
         for i in range(D):
-            s1[k, i] = keep * s1[k, i] + g * x[i]
             for j in range(D):
                 s2[k, i, j] = keep * s2[k, i, j] + g * x[i] * x[j]
     return dens_sum, total, dmin
@@ -786,9 +807,7 @@ def gaussian_full_evaluate(x, s0, s1, s2, reg, d2, resp, work, z):
 def _bernoulli_e(x, s0, s1, eps, resp):
     K = s0.shape[0]
     D = x.shape[0]
-    total = 0.0
-    for k in range(K):
-        total += s0[k]
+    total = _total_weight(s0)
     lmax = -FAR
     for k in range(K):
         a = s0[k]
@@ -806,34 +825,17 @@ def _bernoulli_e(x, s0, s1, eps, resp):
         resp[k] = ll
         if ll > lmax:
             lmax = ll
-    dens_sum = 0.0
-    for k in range(K):
-        if resp[k] > -FAR:
-            resp[k] = math.exp(resp[k] - lmax)
-            dens_sum += resp[k]
-        else:
-            resp[k] = 0.0
-    if dens_sum > 0.0:
-        for k in range(K):
-            resp[k] /= dens_sum
-    return dens_sum, total, lmax
+    return _responsibilities(resp, lmax, resp), total, lmax
 
 
 @njit(cache=True)
 def bernoulli_step(x, eta, s0, s1, eps, resp):
-    """One online-EM step of a mixture of Bernoullis on binary ``x`` (D,).
+    """One online-EM step of a mixture of Bernoullis on binary ``x`` (D,), 0 or 1 in every place.
 
     Returns ``log p(x)`` under the model before the step.
     """
     dens_sum, total, lmax = _bernoulli_e(x, s0, s1, eps, resp)
-    K = s0.shape[0]
-    D = x.shape[0]
-    keep = 1.0 - eta
-    for k in range(K):
-        g = eta * resp[k]
-        s0[k] = keep * s0[k] + g
-        for d in range(D):
-            s1[k, d] = keep * s1[k, d] + (g if x[d] > 0.5 else 0.0)
+    _update_weights_and_sums(x, eta, resp, s0, s1)
     if dens_sum <= 0.0:
         return -np.inf
     return math.log(dens_sum / total) + lmax
