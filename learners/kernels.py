@@ -68,24 +68,27 @@ KERNELS = {"gaussian": GAUSSIAN, "laplacian": LAPLACIAN, "polynomial": POLYNOMIA
 NORMALISED = (GAUSSIAN, LAPLACIAN, GAUSSIAN_LUT, CAUCHY, EPANECHNIKOV, GAUSSIAN_LUT_SCALED)
 
 
+@njit(cache=True, fastmath=True, inline="always")
+def _sum_of_squares(x, y, cast, zero):
+    """``zero + sum_c (cast(x[c]) - cast(y[c]))^2``: the squared distance in the arithmetic of the number type
+    ``cast`` (inlined, it compiles to the loop written out for that type)."""
+    s = zero
+    for c in range(x.shape[0]):
+        d = cast(x[c]) - cast(y[c])
+        s += d * d
+    return s
+
+
 @njit(cache=True, fastmath=True)
 def squared_distance(x, y):
     """``||x - y||^2`` as float64 (safe for unsigned integer inputs)."""
-    s = 0.0
-    for c in range(x.shape[0]):
-        d = np.float64(x[c]) - np.float64(y[c])
-        s += d * d
-    return s
+    return _sum_of_squares(x, y, np.float64, 0.0)
 
 
 @njit(cache=True, fastmath=True, inline="always")
 def int_squared_distance(x, y):
     """``||x - y||^2`` in integer arithmetic, for integer-valued inputs."""
-    s = 0
-    for c in range(x.shape[0]):
-        d = np.int64(x[c]) - np.int64(y[c])
-        s += d * d
-    return s
+    return _sum_of_squares(x, y, np.int64, np.int64(0))
 
 
 @njit(cache=True, fastmath=True, inline="always")
