@@ -105,6 +105,15 @@ FITTED_EXPANSION = """
     width_ : float
         Kernel width in force (``width``, or the one ``"scale"`` chose)."""
 
+#: The last fitted attributes of a baseline on a growing expansion (:mod:`learners.baselines`), for a
+#: ``{growing_expansion}`` line of the class's Attributes.
+GROWING_EXPANSION = """n_seen_ : int
+        Samples processed so far.
+    expansion_ : GrowingExpansion
+        The kernel expansion itself (points, coefficients, kernel); the attributes above read it.
+    width_ : float
+        Kernel width in force (``width``, or the one ``"scale"`` chose)."""
+
 
 def fill(template, **fields):
     """``template`` with each ``{name}`` of ``fields`` replaced by its text (other braces stay as they are)."""

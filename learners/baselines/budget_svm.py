@@ -19,10 +19,12 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 
 from learners._base import DEFAULT_BUDGET, BinaryDecisionMixin
+from learners._docs import GROWING_EXPANSION, filled
 from learners._validation import check_int, check_real, store_params
 from learners.baselines._common import OnlineBinaryBaseline
 
 
+@filled(growing_expansion=GROWING_EXPANSION)
 class BudgetOnlineSVM(BinaryDecisionMixin, ClassifierMixin, OnlineBinaryBaseline):
     """Online kernel classifier with a margin ``beta`` and at most ``budget`` support vectors.
 
@@ -47,18 +49,13 @@ class BudgetOnlineSVM(BinaryDecisionMixin, ClassifierMixin, OnlineBinaryBaseline
     classes_ : ndarray of shape (2,)
         Class labels; ``classes_[1]`` is ``t = +1``.
     n_features_in_ : int
-    n_seen_ : int
-        Samples processed so far.
     n_mistakes_ : int
         Online mistakes (``t y(x) <= 0`` before the update).
     n_removed_ : int
         Support vectors removed to keep the budget.
     margins_ : ndarray of shape (n_support,)
         The current output ``y(x_m)`` at each support vector (for the removal rule).
-    expansion_ : GrowingExpansion
-        The kernel expansion itself (points, coefficients, kernel); the attributes above read it.
-    width_ : float
-        Kernel width in force (``width``, or the one ``"scale"`` chose).
+    {growing_expansion}
     """
 
     _state = OnlineBinaryBaseline._state + ("margins_", "n_removed_")

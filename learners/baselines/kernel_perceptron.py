@@ -18,10 +18,12 @@ from __future__ import annotations
 from sklearn.base import ClassifierMixin, RegressorMixin
 
 from learners._base import BinaryDecisionMixin
+from learners._docs import GROWING_EXPANSION, filled
 from learners._validation import check_real, store_params
 from learners.baselines._common import OnlineBinaryBaseline, OnlineRegressionBaseline
 
 
+@filled(growing_expansion=GROWING_EXPANSION)
 class KernelPerceptron(BinaryDecisionMixin, ClassifierMixin, OnlineBinaryBaseline):
     """Online kernel perceptron classifier.
 
@@ -43,14 +45,9 @@ class KernelPerceptron(BinaryDecisionMixin, ClassifierMixin, OnlineBinaryBaselin
         Class labels; ``classes_[1]`` is the positive class.
     n_features_in_ : int
         Number of input features.
-    n_seen_ : int
-        Samples processed so far.
     n_mistakes_ : int
         Online mistakes (``y f(x) <= 0`` before the update).
-    expansion_ : GrowingExpansion
-        The kernel expansion itself (points, coefficients, kernel); the attributes above read it.
-    width_ : float
-        Kernel width in force (``width``, or the one ``"scale"`` chose).
+    {growing_expansion}
     """
 
     def __init__(self, *, kernel="gaussian", width="scale", degree=3.0, coef0=1.0, eta=1.0):
@@ -72,6 +69,7 @@ class KernelPerceptron(BinaryDecisionMixin, ClassifierMixin, OnlineBinaryBaselin
         return self
 
 
+@filled(growing_expansion=GROWING_EXPANSION)
 class KernelPerceptronRegressor(RegressorMixin, OnlineRegressionBaseline):
     """Online kernel least-mean-squares: the perceptron-style update for regression.
 
@@ -91,12 +89,7 @@ class KernelPerceptronRegressor(RegressorMixin, OnlineRegressionBaseline):
     dual_coef_ : ndarray of shape (n_support,)
     n_support_ : int
     n_features_in_ : int
-    n_seen_ : int
-        Samples processed so far.
-    expansion_ : GrowingExpansion
-        The kernel expansion itself (points, coefficients, kernel); the attributes above read it.
-    width_ : float
-        Kernel width in force (``width``, or the one ``"scale"`` chose).
+    {growing_expansion}
     """
 
     def __init__(self, *, kernel="gaussian", width="scale", degree=3.0, coef0=1.0, eta=0.5):

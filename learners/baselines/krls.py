@@ -24,10 +24,12 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import RegressorMixin
 
+from learners._docs import GROWING_EXPANSION, filled
 from learners._validation import check_real, store_params
 from learners.baselines._common import OnlineRegressionBaseline, grow_gram_inverse
 
 
+@filled(growing_expansion=GROWING_EXPANSION)
 class KRLS(RegressorMixin, OnlineRegressionBaseline):
     """Kernel recursive least squares with the ALD sparsification.
 
@@ -52,12 +54,7 @@ class KRLS(RegressorMixin, OnlineRegressionBaseline):
     dictionary_sizes_ : list of int
         Dictionary size after each processed sample.
     n_features_in_ : int
-    n_seen_ : int
-        Samples processed so far.
-    expansion_ : GrowingExpansion
-        The kernel expansion itself (points, coefficients, kernel); the attributes above read it.
-    width_ : float
-        Kernel width in force (``width``, or the one ``"scale"`` chose).
+    {growing_expansion}
     """
 
     _state = OnlineRegressionBaseline._state + ("gram_inv_", "projection_", "dictionary_sizes_")
