@@ -24,7 +24,7 @@ import math
 import sys
 
 from learners.bench import example1, example2, example3, lecture, svmd
-from learners.bench.common import resolve_methods, stderr_log
+from learners.bench.common import add_common_arguments, check_common, resolve_methods, stderr_log
 from learners.bench.report import plots_dir
 
 EXAMPLES = {
@@ -47,7 +47,9 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", metavar="EXAMPLE", required=True)
     for name, (module, help_text) in EXAMPLES.items():
         p = sub.add_parser(name, help=help_text, description=module.__doc__.strip().splitlines()[0])
-        module.add_arguments(p)
+        add_common_arguments(p, **getattr(module, "OPTIONS", {}))
+        if hasattr(module, "add_arguments"):  # options of its own
+            module.add_arguments(p)
     sub.add_parser("streams", help="prequential accuracy and us/row, ours vs river (learners.bench.streams)",
                    add_help=False)
     svmd.add_subcommands(sub)
@@ -76,7 +78,7 @@ def main(argv=None) -> int:
     module = EXAMPLES[args.command][0]
     prog = f"learners-bench {args.command}"
     try:
-        module.check(args)
+        getattr(module, "check", check_common)(args)
         folder = plots_dir(args.plots) if args.plots else None
         available, unavailable = resolve_methods(module.methods(), args, stderr_log)
         if not available:

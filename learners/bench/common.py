@@ -24,9 +24,6 @@ def float_list(text):
         raise ValueError(f"expected comma-separated numbers, got {text!r}") from exc
 
 
-def add_values_argument(parser, flag, values, help):
-    """An option taking comma-separated numbers, ``values`` by default."""
-    parser.add_argument(flag, type=str, default=",".join(map(str, values)), help=help)
 
 
 def nonnegative_values(text, flag):
@@ -37,14 +34,24 @@ def nonnegative_values(text, flag):
     return values
 
 
+def each_seed(args, name, log):
+    """The seeds of an example's run (``--seed-offset`` on, ``--seeds`` of them), logging each one done."""
+    for s in range(args.seeds):
+        seed = args.seed_offset + s
+        yield seed
+        log(f"{name}: seed {seed} done ({s + 1}/{args.seeds})")
+
+
 def warm_up(available, *data):
     """Fit every method once on ``data``, so that numba compilation and imports are not timed later."""
     for m in available:
         m.build().fit(*data)
 
 
-def add_common_arguments(parser, *, grid=None, n_test=None):
-    """Options every example takes."""
+def add_common_arguments(parser, *, grid=None, n_test=None, sweep=None):
+    """Options every example takes; ``sweep = (flag, values, help)``: the option of the parameter values an example
+    sweeps (comma-separated numbers >= 0, ``values`` by default; :func:`check_common` puts them in
+    ``args.sweep_values``)."""
     parser.add_argument("--seeds", type=int, default=20, help="number of random seeds to average over (default 20)")
     parser.add_argument("--seed-offset", type=int, default=0, help="first seed (seeds are offset .. offset+seeds-1)")
     if grid is not None:
@@ -56,6 +63,10 @@ def add_common_arguments(parser, *, grid=None, n_test=None):
         )
     if n_test is not None:
         parser.add_argument("--n-test", type=int, default=n_test, help="test-set size (default %(default)s)")
+    if sweep is not None:
+        flag, values, help_text = sweep
+        parser.add_argument(flag, dest="sweep", type=str, default=",".join(map(str, values)), help=help_text)
+        parser.set_defaults(sweep_flag=flag)
     parser.add_argument("--methods", type=str, default="", help="comma-separated subset of the methods to run")
     parser.add_argument(
         "--set",
@@ -77,6 +88,8 @@ def check_common(args):
         raise ValueError(f"--n-test must be >= 1, got {args.n_test}")
     if getattr(args, "grid", None) is not None:
         args.grid_points = check_grid(int_list(args.grid))
+    if getattr(args, "sweep", None) is not None:
+        args.sweep_values = nonnegative_values(args.sweep, args.sweep_flag)
 
 
 def resolve_methods(all_methods, args, log):

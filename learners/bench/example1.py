@@ -25,15 +25,19 @@ import numpy as np
 from sklearn.svm import SVC
 
 from learners.baselines import KernelPerceptron, Perceptron, Projectron
-from learners.bench.common import add_common_arguments, add_values_argument, check_common, nonnegative_values, warm_up
+from learners.bench.common import each_seed, warm_up
 from learners.bench.methods import Method
 from learners.bench.protocol import batch_classification, chunked_online, n_terms, prequential_classification, timed_fit
-from learners.bench.report import band, fit_time_bars, fmt, fmt_g, mean_std, not_run_lines, pyplot, save_figure, table
+from learners.bench.report import (band, curve_panel, curve_table, finish_figure, fit_time_bars, fmt, fmt_g, mean_std, pyplot,
+                                    report_text, table)
 from learners.datasets import make_example1
 
 GRID = [50, 100] + list(range(200, 1501, 100))
 THRESHOLDS = [0.0, 0.001, 0.002, 0.01]
 N_TEST = 1000
+#: The options of :func:`learners.bench.common.add_common_arguments` this example takes.
+OPTIONS = dict(grid=GRID, n_test=N_TEST, sweep=(
+    "--thresholds", THRESHOLDS, "OLK_C Thr_sv values for the support-vector curve (default %(default)s)"))
 
 
 #: Error of the Bayes-optimal rule sign(x1 + x2): Phi(-sqrt(2)).
@@ -62,25 +66,12 @@ def methods():
     ]
 
 
-def add_arguments(parser):
-    add_common_arguments(parser, grid=GRID, n_test=N_TEST)
-    add_values_argument(parser, "--thresholds", THRESHOLDS,
-                        help="OLK_C Thr_sv values for the support-vector curve (default %(default)s)")
-
-
-def check(args):
-    check_common(args)
-    args.threshold_values = nonnegative_values(args.thresholds, "--thresholds")
-
-
 def run(args, available, log):
     """Run every seed; returns the raw per-seed curves."""
     grid = args.grid_points
-    n_max = grid[-1]
-    names = [m.name for m in available]
-    curves = {name: {k: [] for k in ("mistakes", "test_error", "n_support")} for name in names}
-    seconds = {name: [] for name in names}
-    sv_thr = {thr: [] for thr in args.threshold_values}
+    curves = {m.name: {k: [] for k in ("mistakes", "test_error", "n_support")} for m in available}
+    seconds = {m.name: [] for m in available}
+    sv_thr = {thr: [] for thr in args.sweep_values}
     olk = next((m for m in available if m.name == "OLK_C"), None)
     bayes = []
 
@@ -88,9 +79,8 @@ def run(args, available, log):
     Xw, yw, _, _ = make_example1(30, 0, random_state=10**6)
     warm_up(available, Xw, yw)
 
-    for s in range(args.seeds):
-        seed = args.seed_offset + s
-        X, y, Xt, yt = make_example1(n_max, args.n_test, random_state=seed)
+    for seed in each_seed(args, "example1", log):
+        X, y, Xt, yt = make_example1(grid[-1], args.n_test, random_state=seed)
         bayes.append(float(np.mean(bayes_predict(Xt) != yt)))
         for m in available:
             if m.online:
@@ -102,10 +92,9 @@ def run(args, available, log):
             for k in curves[m.name]:
                 curves[m.name][k].append(res[k])
         if olk is not None:
-            for thr in args.threshold_values:
+            for thr in args.sweep_values:
                 _, sizes = chunked_online(olk.build(sv_threshold=thr), X, y, grid, lambda e: 0.0, size=n_terms)
                 sv_thr[thr].append(sizes)
-        log(f"example1: seed {seed} done ({s + 1}/{args.seeds})")
     return dict(
         grid=grid,
         curves=curves,
@@ -160,11 +149,7 @@ def report(result, available, unavailable):
     ]
     for key, title, digits in (("mistakes", "cumulative mistakes", 1), ("test_error", "test error", 3)):
         lines += ["", f"{title} against the number of learning points (mean over seeds)", ""]
-        rows = [
-            [str(g)] + [fmt(np.nanmean(np.asarray(result["curves"][m.name][key])[:, i]), digits=digits) for m in available]
-            for i, g in enumerate(grid)
-        ]
-        lines.append(table(["n"] + [m.name for m in available], rows))
+        lines.append(curve_table(grid, available, {m.name: result["curves"][m.name][key] for m in available}, digits))
     if any(result["sv_thresholds"][t] for t in result["sv_thresholds"]):
         lines += ["", "OLK_C support vectors against the number of learning points, per Thr_sv (mean over seeds)", ""]
         thrs = list(result["sv_thresholds"])
@@ -173,8 +158,7 @@ def report(result, available, unavailable):
             for i, g in enumerate(grid)
         ]
         lines.append(table(["n"] + [f"Thr_sv={t:g}" for t in thrs], rows))
-    lines += not_run_lines(unavailable)
-    return "\n".join(lines)
+    return report_text(lines, unavailable)
 
 
 def plot(result, available, folder):
@@ -182,16 +166,14 @@ def plot(result, available, folder):
     grid = np.asarray(result["grid"])
     fig, axes = plt.subplots(2, 2, figsize=(11, 8))
     ax = axes[0, 0]
-    for m in available:
-        label = m.name + (" (training errors)" if not m.online else "")
-        band(ax, grid, result["curves"][m.name]["mistakes"], label)
-    ax.set(xlabel="number of learning points", ylabel="cumulative mistakes", title="Mistakes (paper Fig. 3)")
+    curve_panel(ax, grid, available, {m.name: result["curves"][m.name]["mistakes"] for m in available},
+                "cumulative mistakes", "Mistakes (paper Fig. 3)",
+                label=lambda m: m.name + (" (training errors)" if not m.online else ""))
     ax.legend(fontsize=8)
     ax = axes[0, 1]
-    for m in available:
-        band(ax, grid, result["curves"][m.name]["test_error"], m.name)
+    curve_panel(ax, grid, available, {m.name: result["curves"][m.name]["test_error"] for m in available},
+                "test error", "Test error")
     ax.axhline(np.mean(result["bayes"]), color="black", linestyle="--", linewidth=1, label="Bayes rule")
-    ax.set(xlabel="number of learning points", ylabel="test error", title="Test error")
     ax.legend(fontsize=8)
     ax = axes[1, 0]
     for t, runs in result["sv_thresholds"].items():
@@ -201,8 +183,4 @@ def plot(result, available, folder):
     ax.legend(fontsize=8)
     ax = axes[1, 1]
     fit_time_bars(ax, available, result["seconds"], f"Fit time, n = {grid[-1]} (paper Fig. 4)")
-    fig.suptitle(f"OLK paper Example 1, mean ± sd over {result['seeds']} seeds")
-    fig.tight_layout()
-    path = save_figure(fig, folder / "example1.png")
-    plt.close(fig)
-    return [path]
+    return finish_figure(fig, folder / "example1.png", f"OLK paper Example 1, mean ± sd over {result['seeds']} seeds")

@@ -22,61 +22,46 @@ from __future__ import annotations
 import numpy as np
 
 from learners.baselines import KRLS, LSSVM, KernelPerceptronRegressor
-from learners.bench.common import add_common_arguments, add_values_argument, check_common, nonnegative_values, warm_up
+from learners.bench.common import each_seed, warm_up
 from learners.bench.methods import Method
 from learners.bench.protocol import batch_curve, chunked_online, n_nonzero, timed_fit
-from learners.bench.report import band, fit_time_bars, fmt, fmt_g, mean_std, not_run_lines, pyplot, save_figure, table
+from learners.bench.report import (band, curve_panel, curve_table, finish_figure, fit_time_bars, fmt, fmt_g, mean_std, pyplot,
+                                    report_text, table)
 from learners.datasets import make_example2
 
 GRID = [10, 20, 50, 100, 200, 300, 400, 500, 600, 700]
 EPSILONS = [round(0.05 * i, 2) for i in range(21)]
 N_TEST = 1000
+#: The options of :func:`learners.bench.common.add_common_arguments` this example takes.
+OPTIONS = dict(grid=GRID, n_test=N_TEST, sweep=(
+    "--epsilons", EPSILONS, "OLK_R epsilon values for the sparsity curve (default 0,0.05,...,1)"))
 
 
 def methods():
     """The methods of Example 2 with the paper's parameters."""
     return [
         Method("OLK_R", "learners.olk:OLKRegressor", dict(kernel="gaussian", width=0.5, epsilon=0.5, C=1.0, r=0.001, budget=None), note="paper IV-B"),
-        Method(
-            "NORMA",
-            "learners.norma:NORMARegressor",
-            dict(loss="epsilon_insensitive", kernel="gaussian", width=0.5, lam=0.01, eta=0.1, epsilon=0.5, budget=None),
-            note="paper IV-B; epsilon not given, OLK_R's used",
-        ),
+        Method("NORMA", "learners.norma:NORMARegressor",
+               dict(loss="epsilon_insensitive", kernel="gaussian", width=0.5, lam=0.01, eta=0.1, epsilon=0.5, budget=None),
+               note="paper IV-B; epsilon not given, OLK_R's used"),
         Method("KernelPerceptron", KernelPerceptronRegressor, dict(width=0.5, eta=0.02), note="paper IV-B; kernel LMS rule"),
         Method("KRLS", KRLS, dict(width=0.5, nu=0.001), note="paper IV-B"),
         Method("LS-SVM", LSSVM, dict(width=0.5, C=10.0), online=False, note="paper IV-B"),
     ]
 
 
-def add_arguments(parser):
-    add_common_arguments(parser, grid=GRID, n_test=N_TEST)
-    add_values_argument(parser, "--epsilons", EPSILONS,
-                        help="OLK_R epsilon values for the sparsity curve (default 0,0.05,...,1)")
-
-
-def check(args):
-    check_common(args)
-    args.epsilon_values = nonnegative_values(args.epsilons, "--epsilons")
-
-
 def run(args, available, log):
     """Run every seed; returns the raw per-seed curves."""
     grid = args.grid_points
-    n_max = grid[-1]
-    names = [m.name for m in available]
-    rmse = {name: [] for name in names}
-    seconds = {name: [] for name in names}
-    nonzero = {name: [] for name in names}
+    rmse, seconds, nonzero = ({m.name: [] for m in available} for _ in range(3))
     eps_curve = []
     olk = next((m for m in available if m.name == "OLK_R"), None)
 
     Xw, yw, _, _ = make_example2(30, 0, random_state=10**6)
     warm_up(available, Xw, yw)
 
-    for s in range(args.seeds):
-        seed = args.seed_offset + s
-        X, y, Xt, ft = make_example2(n_max, args.n_test, random_state=seed)
+    for seed in each_seed(args, "example2", log):
+        X, y, Xt, ft = make_example2(grid[-1], args.n_test, random_state=seed)
 
         def score(est):
             return float(np.sqrt(np.mean((est.predict(Xt) - ft) ** 2)))
@@ -89,19 +74,10 @@ def run(args, available, log):
             rmse[m.name].append(curve)
             seconds[m.name].append(timed_fit(m.build, X, y))
             nonzero[m.name].append(n_nonzero(m.build().fit(X, y)))
-        if olk is not None and args.epsilon_values:
-            eps_curve.append([n_nonzero(olk.build(epsilon=e).fit(X, y)) for e in args.epsilon_values])
-        log(f"example2: seed {seed} done ({s + 1}/{args.seeds})")
-    return dict(
-        grid=grid,
-        rmse=rmse,
-        seconds=seconds,
-        nonzero=nonzero,
-        epsilons=args.epsilon_values,
-        eps_curve=eps_curve,
-        n_test=args.n_test,
-        seeds=args.seeds,
-    )
+        if olk is not None and args.sweep_values:
+            eps_curve.append([n_nonzero(olk.build(epsilon=e).fit(X, y)) for e in args.sweep_values])
+    return dict(grid=grid, rmse=rmse, seconds=seconds, nonzero=nonzero, epsilons=args.sweep_values, eps_curve=eps_curve,
+                n_test=args.n_test, seeds=args.seeds)
 
 
 def final(result):
@@ -131,18 +107,13 @@ def report(result, available, unavailable):
     ]
     lines.append(table(["method", "test RMSE", "non-zero coefficients", "seconds (fit)", "parameters"], rows))
     lines += ["", "test RMSE against the number of learning points (mean over seeds)", ""]
-    rows = [
-        [str(g)] + [fmt(np.nanmean(np.asarray(result["rmse"][m.name])[:, i]), digits=4) for m in available]
-        for i, g in enumerate(grid)
-    ]
-    lines.append(table(["n"] + [m.name for m in available], rows))
+    lines.append(curve_table(grid, available, result["rmse"], 4))
     if result["eps_curve"]:
         curve = np.asarray(result["eps_curve"])
         lines += ["", f"OLK_R non-zero coefficients after n = {grid[-1]} points against epsilon (mean ± sd)", ""]
         rows = [[f"{e:g}", fmt_g(*mean_std(curve[:, i]))] for i, e in enumerate(result["epsilons"])]
         lines.append(table(["epsilon", "non-zero coefficients"], rows))
-    lines += not_run_lines(unavailable)
-    return "\n".join(lines)
+    return report_text(lines, unavailable)
 
 
 def plot(result, available, folder):
@@ -150,9 +121,7 @@ def plot(result, available, folder):
     grid = np.asarray(result["grid"])
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     ax = axes[0]
-    for m in available:
-        band(ax, grid, result["rmse"][m.name], m.name, marker=".")
-    ax.set(xlabel="number of learning points", ylabel="test RMSE", title="RMSE (paper Fig. 6)")
+    curve_panel(ax, grid, available, result["rmse"], "test RMSE", "RMSE (paper Fig. 6)", marker=".")
     top = max(np.nanmax(np.nanmean(np.asarray(result["rmse"][m.name]), axis=0)) for m in available)
     if top > 0.6:  # KRLS interpolates the noise at small n: keep the rest readable
         ax.set_ylim(0, 0.6)
@@ -166,8 +135,4 @@ def plot(result, available, folder):
     ax.set(xlabel="epsilon", ylabel="non-zero coefficients", title=f"OLK_R sparsity, n = {grid[-1]} (paper Fig. 1)")
     ax = axes[2]
     fit_time_bars(ax, available, result["seconds"], f"Fit time, n = {grid[-1]}")
-    fig.suptitle(f"OLK paper Example 2, mean ± sd over {result['seeds']} seeds")
-    fig.tight_layout()
-    path = save_figure(fig, folder / "example2.png")
-    plt.close(fig)
-    return [path]
+    return finish_figure(fig, folder / "example2.png", f"OLK paper Example 2, mean ± sd over {result['seeds']} seeds")

@@ -22,10 +22,10 @@ import numpy as np
 from sklearn.metrics import roc_auc_score, roc_curve
 from sklearn.svm import OneClassSVM
 
-from learners.bench.common import add_common_arguments, check_common, warm_up
+from learners.bench.common import check_common, each_seed, warm_up
 from learners.bench.methods import Method
 from learners.bench.protocol import timed_fit
-from learners.bench.report import fmt, fmt_g, mean_std, not_run_lines, pyplot, save_figure, table
+from learners.bench.report import finish_figure, fmt, fmt_g, mean_std, pyplot, report_text, table
 from learners.datasets import make_example3
 
 FPR_GRID = np.linspace(0.0, 1.0, 101)
@@ -40,25 +40,14 @@ def methods():
     """The methods of Example 3."""
     return [
         Method("OLK_N", "learners.olk:OLKOneClass", dict(kernel="gaussian", width=1.0, C=0.2, nu=0.1, r=0.001, budget=None), note="paper IV-C"),
-        Method(
-            "NORMA",
-            "learners.norma:NORMAOneClass",
-            dict(kernel="gaussian", width=1.0, nu=0.1, lam=0.01, eta=0.1, budget=None),
-            note="not in the paper: OLK_N's p and nu, Example 1's lambda and eta",
-        ),
-        Method(
-            "SVM",
-            one_class_svm,
-            dict(nu=0.1, width=1.0),
-            online=False,
-            note="batch reference (scikit-learn), not in the paper's Fig. 8",
-            default=False,
-        ),
+        Method("NORMA", "learners.norma:NORMAOneClass", dict(kernel="gaussian", width=1.0, nu=0.1, lam=0.01, eta=0.1, budget=None),
+               note="not in the paper: OLK_N's p and nu, Example 1's lambda and eta"),
+        Method("SVM", one_class_svm, dict(nu=0.1, width=1.0), online=False,
+               note="batch reference (scikit-learn), not in the paper's Fig. 8", default=False),
     ]
 
 
 def add_arguments(parser):
-    add_common_arguments(parser)
     parser.add_argument("--n", type=int, default=100, help="points per data set (the paper: 100)")
 
 
@@ -77,8 +66,7 @@ def run(args, available, log):
     Xw, _ = make_example3(30, random_state=10**6)
     warm_up(available, Xw)
     skipped = 0
-    for s in range(args.seeds):
-        seed = args.seed_offset + s
+    for seed in each_seed(args, "example3", log):
         X, y = make_example3(args.n, random_state=seed)
         novel = y == -1
         both = 0 < novel.sum() < len(y)
@@ -93,7 +81,6 @@ def run(args, available, log):
                 fpr, tpr, _ = roc_curve(novel, score)
                 tpr_curves[m.name].append(np.interp(FPR_GRID, fpr, tpr))
                 op[m.name].append((np.mean(flagged[~novel]), np.mean(flagged[novel])))
-        log(f"example3: seed {seed} done ({s + 1}/{args.seeds})")
     return dict(auc=auc, tpr=tpr_curves, op=op, seconds=seconds, seeds=args.seeds, skipped=skipped, n=args.n)
 
 
@@ -123,8 +110,7 @@ def report(result, available, unavailable):
             ]
         )
     lines.append(table(["method", "AUC", "TPR at own threshold", "FPR at own threshold", "seconds (fit)", "parameters"], rows))
-    lines += not_run_lines(unavailable)
-    return "\n".join(lines)
+    return report_text(lines, unavailable)
 
 
 def plot(result, available, folder):
@@ -145,7 +131,4 @@ def plot(result, available, folder):
     ax.set(xlabel="false positive rate", ylabel="true positive rate", xlim=(0, 1), ylim=(0, 1.02))
     ax.set_title(f"ROC, OLK paper Example 3 (paper Fig. 8)\nmean over {result['seeds'] - result['skipped']} seeds; dots: own threshold", fontsize=10)
     ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    path = save_figure(fig, folder / "example3.png")
-    plt.close(fig)
-    return [path]
+    return finish_figure(fig, folder / "example3.png")

@@ -24,7 +24,6 @@ import time
 
 import numpy as np
 
-from learners.bench.common import add_common_arguments, check_common
 from learners.bench.methods import Method
 from learners.bench.report import band, fmt, mean_std, pyplot, save_figure, table
 from learners.hedge import hedge_eta, hedge_regret_bound
@@ -48,12 +47,7 @@ def methods():
 
 
 def add_arguments(parser):
-    add_common_arguments(parser)
     parser.set_defaults(seeds=5)
-
-
-def check(args):
-    check_common(args)
 
 
 def _wm_run(method, seed):

@@ -90,6 +90,17 @@ def save_figure(fig, path):
     return path
 
 
+def finish_figure(fig, path, title=None):
+    """Give ``fig`` its ``title`` (when given), lay it out, save it to ``path`` (:func:`save_figure`) and close
+    it; returns ``[path]``, the list an example's ``plot`` returns."""
+    if title is not None:
+        fig.suptitle(title)
+    fig.tight_layout()
+    path = save_figure(fig, path)
+    pyplot().close(fig)
+    return [path]
+
+
 def pyplot():
     """matplotlib.pyplot on the non-interactive Agg backend."""
     import matplotlib
@@ -110,6 +121,22 @@ def band(ax, x, runs, label, **kw):
     return line
 
 
+def curve_table(grid, available, runs, digits=3):
+    """A table of one curve per method against the number of learning points: a row per grid point with
+    each method's mean over seeds of ``runs[name]`` (one row per seed, one column per grid point)."""
+    rows = [[str(g)] + [fmt(np.nanmean(np.asarray(runs[m.name])[:, i]), digits=digits) for m in available]
+            for i, g in enumerate(grid)]
+    return table(["n"] + [m.name for m in available], rows)
+
+
+def curve_panel(ax, grid, available, runs, ylabel, title, label=None, **kw):
+    """One :func:`band` per method of ``runs[name]`` (one row per seed) against the number of learning points;
+    ``label(method)`` names its line (the method's name by default)."""
+    for m in available:
+        band(ax, grid, runs[m.name], m.name if label is None else label(m), **kw)
+    ax.set(xlabel="number of learning points", ylabel=ylabel, title=title)
+
+
 def fit_time_bars(ax, available, seconds, title):
     """Bars of each method's mean fit time (``seconds[name]``: one per seed) with +-1 sd, log scale."""
     names = [m.name for m in available]
@@ -120,9 +147,9 @@ def fit_time_bars(ax, available, seconds, title):
     ax.tick_params(axis="x", rotation=30, labelsize=8)
 
 
-def not_run_lines(unavailable):
-    """Report lines naming each method that was not run (``{name: reason}``) and why."""
-    lines = []
+def report_text(lines, unavailable):
+    """An example's report: its ``lines``, then a line naming each method that was not run
+    (``unavailable``: ``{name: reason}``) and why."""
     for name, reason in unavailable.items():
         lines += ["", f"{name}: not run ({reason})"]
-    return lines
+    return "\n".join(lines)
