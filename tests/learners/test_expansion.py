@@ -155,6 +155,19 @@ def test_scaled_table_sum_is_the_per_term_kernel(count):
         assert oldest == (pytest.approx(terms[0], rel=1e-12) if count == B else 0.0)
 
 
+def _texture_ring(rng, count, B, lo, hi):
+    """A ring of ``B`` uint8 colour samples drawn in ``[lo, hi)``, each with a uint16 descriptor, after ``count``
+    pushes (three more when ``count == B``: a full ring that wrapped): ``(sv, tsv, coef, ring)``."""
+    sv = np.zeros((B, 3), np.uint8)
+    tsv = np.zeros((B, 3), np.uint16)
+    coef = np.zeros(B, np.float32)
+    ring = np.zeros(2, np.int64)
+    for _ in range(count + (3 if count == B else 0)):
+        expansion_push(rng.integers(lo, hi, 3).astype(np.uint8), float(rng.random()), sv, coef, ring)
+        tsv[expansion_newest(ring, B)] = rng.integers(0, 1 << 16, 3)
+    return sv, tsv, coef, ring
+
+
 @pytest.mark.parametrize("count", [3, 6])  # partial and full ring
 def test_texture_sum_is_the_product_of_colour_and_hamming_kernels(count):
     """expansion_sum_texture: sum_j coef_j exp(-(||x - sv_j||^2 + lam h_j) / (factor p)^2), h_j the number of
@@ -163,14 +176,7 @@ def test_texture_sum_is_the_product_of_colour_and_hamming_kernels(count):
     rng = np.random.default_rng(6)
     B, p = 6, 20.0
     lut = gaussian_lut(p, 3 * 255 ** 2)
-    sv = np.zeros((B, 3), np.uint8)
-    tsv = np.zeros((B, 3), np.uint16)
-    coef = np.zeros(B, np.float32)
-    ring = np.zeros(2, np.int64)
-    for _ in range(count + (3 if count == B else 0)):  # a full ring that wrapped
-        expansion_push(rng.integers(80, 140, 3).astype(np.uint8), float(rng.random()), sv, coef, ring)
-        slot = expansion_newest(ring, B)
-        tsv[slot] = rng.integers(0, 1 << 16, 3)
+    sv, tsv, coef, ring = _texture_ring(rng, count, B, 80, 140)
     x = np.array([110, 100, 120], np.uint8)
     tx = rng.integers(0, 1 << 16, 3).astype(np.uint16)
     for lam in (0.0, 3.0, 40.0):
@@ -196,13 +202,7 @@ def test_inter_texture_sum_recomputes_each_descriptor_around_the_sample(count):
     rng = np.random.default_rng(7)
     B, p = 6, 25.0
     lut = gaussian_lut(p, 3 * 255 ** 2)
-    sv = np.zeros((B, 3), np.uint8)
-    tsv = np.zeros((B, 3), np.uint16)
-    coef = np.zeros(B, np.float32)
-    ring = np.zeros(2, np.int64)
-    for _ in range(count + (3 if count == B else 0)):
-        expansion_push(rng.integers(60, 160, 3).astype(np.uint8), float(rng.random()), sv, coef, ring)
-        tsv[expansion_newest(ring, B)] = rng.integers(0, 1 << 16, 3)
+    sv, tsv, coef, ring = _texture_ring(rng, count, B, 60, 160)
     x = np.array([110, 100, 120], np.uint8)
     pattern = rng.integers(40, 200, (3, 16)).astype(np.uint8)
     thresholds = np.minimum(np.floor(np.maximum(0.3 * np.arange(256), 4)), 255).astype(np.uint8)
