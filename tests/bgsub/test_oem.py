@@ -91,11 +91,12 @@ def test_learning_rate_zero_freezes_and_fgmask_is_written():
     sub = OEMSubtractor()
     for f in frames[:3]:
         sub.apply(f)
-    before = [getattr(sub, a).copy() for a in OEMSubtractor._STATE_ARRAYS]
+    names = ("s0_", "s1_", "s2_")
+    before = [getattr(sub, a).copy() for a in names]
     out = np.zeros((24, 40), np.uint8)
     mask = sub.apply(frames[3], out, 0)
     assert mask is out
-    for name, b in zip(OEMSubtractor._STATE_ARRAYS, before):
+    for name, b in zip(names, before):
         np.testing.assert_array_equal(getattr(sub, name), b)
     sub.apply(frames[4], learningRate=0.5)
     assert not np.array_equal(sub.s0_, before[0]) or not np.array_equal(sub.s1_, before[1])
@@ -105,7 +106,7 @@ def test_state_arrays_params_and_registry():
     sub = bgsub.create("oem", n_components=4, covariance="diag", color="gray")
     assert not sub.empty() and sub.getDefaultName() == "BackgroundSubtractor_OEMSubtractor"
     sub.apply(_frames(1)[0])
-    shapes = {name: getattr(sub, name).shape for name in OEMSubtractor._STATE_ARRAYS}
+    shapes = {name: getattr(sub, name).shape for name in OEMSubtractor._STATE_ARRAYS if getattr(sub, name) is not None}
     assert shapes == {"s0_": (24, 4, 40), "s1_": (24, 4, 1, 40), "s2_": (24, 4, 1, 40)}
     assert "oem" in bgsub.algorithms()
     assert {p.name for p in bgsub.param_specs("oem")} == {p.name for p in OEM_PARAMS}
@@ -143,3 +144,48 @@ def test_checkpoint_round_trip_and_old_layout_refused(tmp_path, monkeypatch):
     monkeypatch.undo()
     with pytest.raises(ValueError, match="state layout 1, from another version.*start a new model"):
         bgsub.load(tmp_path / "old.npz")
+
+
+def test_oem_runs_behind_the_stabiliser_and_the_illumination_gain(tmp_path):
+    """oem has the stages every subtractor has: with the light doubled, the gain follows and the mask does not
+    flood; a shifted frame is registered back; the stages' state is saved and restored with the model."""
+    rng = np.random.default_rng(1)
+    bg = rng.integers(40, 110, (96, 128, 3)).astype(np.uint8)
+    plain = OEMSubtractor()
+    staged = OEMSubtractor(illumination="gain", stabilise="match")
+    for _ in range(8):
+        f = np.clip(bg.astype(int) + rng.integers(-2, 3, bg.shape), 0, 255).astype(np.uint8)
+        plain.apply(f)
+        staged.apply(f)
+    bright = np.clip(bg.astype(np.float64) * 1.6, 0, 255).astype(np.uint8)
+    flooded = plain.apply(bright).mean() / 255
+    kept = staged.apply(bright).mean() / 255
+    assert staged.gain_ == pytest.approx(1.6, abs=0.03)
+    assert flooded > 0.9 and kept < 0.05
+    staged.apply(np.roll(bg, (3, 2), axis=(0, 1)))
+    assert staged._shift == (2, 3)
+    path = staged.save(tmp_path / "oem.npz")
+    back = OEMSubtractor.load(path)
+    assert back.gain_ == staged.gain_
+    np.testing.assert_array_equal(back.stabilise_reference_, staged.stabilise_reference_)
+    assert "blur" not in back.params and back.params["illumination"] == "gain"
+
+
+def test_oem_checkpoint_with_blur_off_still_loads_and_blur_on_is_refused(tmp_path):
+    from bgsub.checkpoint import read_checkpoint, write_checkpoint
+
+    sub = OEMSubtractor()
+    for f in _frames(3):
+        sub.apply(f)
+    meta, arrays = read_checkpoint(sub.save(tmp_path / "m.npz"))
+    # as the version before the stages wrote it: no stage parameters or state, blur
+    params = {k: v for k, v in meta.pop("params").items() if k not in ("stabilise", "stabilise_max", "illumination")}
+    extra = {k: v for k, v in meta.items() if k not in ("format", "version", "kind")}
+    extra["scalars"] = {k: v for k, v in extra["scalars"].items() if k in ("n_frames_", "n_updates_")}
+    for blur, ok in ((0.0, True), (1.5, False)):
+        write_checkpoint(tmp_path / "old.npz", "oem", {**params, "blur": blur}, arrays, **extra)
+        if ok:
+            assert OEMSubtractor.load(tmp_path / "old.npz").params["illumination"] == "off"
+        else:
+            with pytest.raises(bgsub.CheckpointError, match="blur"):
+                OEMSubtractor.load(tmp_path / "old.npz")
