@@ -23,13 +23,15 @@ import numpy as np
 
 from bgsub import registry
 from bgsub.checkpoint import algorithm_name
-from bgsub.warmup import WARM_UP_SIZE, compile_note, run_throwaway_frames
+# warm_up: the window runs a throwaway subtractor in the GUI thread before the worker thread processes frames,
+# which keeps numba's imports out of the worker (with PySide6 6.11, a worker thread importing numba's modules
+# while the GUI thread ran Qt's event loop crashed the process in about one test run in six).
+from bgsub.warmup import WARM_UP_SIZE, warm_up  # noqa: F401 (WARM_UP_SIZE: the size of its frames)
 from bgsub.checkpoint import load as load_checkpoint
 from bgsub.metrics import ConfusionCounts
 from bgsub.pipeline import DetectedObject, MaskFiles, ObjectsFile, OverlayVideo, Pipeline, Region, Scores, Sink
-from bgsub.pipeline.paths import check_outputs, check_writable, source_path
+from bgsub.pipeline.paths import check_mask_folder, check_outputs, check_writable, source_path
 from bgsub.sources import SourceError, open_source
-from bgsub.writers import foreign_masks
 
 __all__ = [
     "ParamChange",
@@ -44,34 +46,6 @@ __all__ = [
 
 #: Algorithm picked when none is asked for: the paper's OLK_N when registered.
 PREFERRED_ALGORITHMS = ("olkn", "norma", "knn", "mog2")
-
-
-#: Size of the frames :func:`warm_up` runs a subtractor on.
-def warm_up(algo: str, params: dict[str, Any] | None = None, frames: int = 3,
-            on_compile: Callable[[str], None] | None = None) -> float:
-    """Run a throwaway ``algo`` subtractor on a few tiny frames in the calling thread.
-
-    Numba compiles (or loads from its cache) a subtractor's kernels on first use,
-    importing modules as it goes. Doing that in the GUI thread before the worker
-    thread processes frames keeps those imports out of the worker: with PySide6
-    6.11, a worker thread importing numba's modules while the GUI thread runs
-    Qt's event loop crashed the process (segmentation fault) in about one test
-    run in six here. Cheap once compiled (milliseconds). Where numba's cache does not hold the kernels (the
-    first run after an install or an upgrade: about a minute for olkn's on 2 cores), ``on_compile`` is first
-    called with a sentence saying so, for the window to show while it waits.
-
-    Returns
-    -------
-    float
-        Seconds it took.
-    """
-    start = time.perf_counter()
-    subtractor = registry.create(algo, **dict(params or {}))
-    note = compile_note(subtractor) if on_compile is not None else None
-    if note:
-        on_compile(note)
-    run_throwaway_frames(subtractor, frames, score_map=True)
-    return time.perf_counter() - start
 
 
 def default_algorithm() -> str:
@@ -634,10 +608,7 @@ class Session:
         """
         if folder is not None:
             self.check_output("masks", folder, folder=True)
-            foreign = foreign_masks(folder)
-            if foreign:
-                raise ValueError(f"{folder} already holds {len(foreign)} bin%06d.png file(s) that bgsub did "
-                                 "not write; the masks would overwrite them: choose another folder")
+            check_mask_folder("the masks output", folder)
         self._start_output("masks", (lambda: MaskFiles(folder, replace=False)) if folder is not None else None)
 
     @property

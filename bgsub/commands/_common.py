@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bgsub.options import add_frame_arguments, parse_size  # noqa: F401 (shared with the desktop app)
 from bgsub.settings import DEFAULT_ALGO
-from bgsub.warmup import WARM_UP_SIZE, compile_first, compile_note, run_throwaway_frames  # noqa: F401
+from bgsub.warmup import compile_first, compile_note  # noqa: F401 (the commands use them from here)
 
 __all__ = [
     "DEFAULT_OUTPUT_ROOT",

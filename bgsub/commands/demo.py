@@ -119,8 +119,7 @@ def _check_outputs(args, sample: Path) -> None:
     not write (ValueError)."""
     import cv2
 
-    from bgsub.pipeline.paths import OutputError, check_outputs, check_writable
-    from bgsub.writers import foreign_masks
+    from bgsub.pipeline.paths import OutputError, check_mask_folder, check_outputs, check_writable
 
     check_outputs([("sample", sample), ("--config", args.config)], [("--out", args.out), ("--picture", args.picture)])
     check_writable("--out", args.out, folder=True)
@@ -129,11 +128,7 @@ def _check_outputs(args, sample: Path) -> None:
         if not cv2.haveImageWriter(str(args.picture)):
             kind = args.picture.suffix or "a name without a suffix"
             raise OutputError(f"--picture {args.picture}: OpenCV cannot write {kind}; end the name in .png or .jpg")
-    foreign = foreign_masks(args.out)
-    if foreign:
-        raise OutputError(f"--out {args.out} already holds {len(foreign)} bin%06d.png file(s) that bgsub did not "
-                          "write; this run would overwrite or mix with them: move them away or choose another "
-                          "folder")
+    check_mask_folder("--out", args.out)
 
 
 def main(args: argparse.Namespace) -> int:

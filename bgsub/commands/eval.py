@@ -1,12 +1,7 @@
-"""``bgsub eval``: score subtractors on CDnet-layout sequences.
+"""``bgsub eval``: score subtractors on CDnet-layout sequences (:mod:`bgsub.evaluation`).
 
-Every frame of a sequence goes through the frame pipeline in order (frames
-before the temporal ROI are learned from but not scored); masks are scored the
-CDnet way (:mod:`bgsub.metrics`) and, from the score maps, a streaming ROC gives
-the AUC. ``fps`` counts only the subtractor's work (``apply``), not decoding or
-scoring. A sequence that fails (a frame that does not decode or changes size)
-is reported and the others are still scored; the exit status is then 1.
-``--out DIR`` replaces ``DIR/<sequence>/``'s masks with this run's.
+A sequence that fails is reported and the others are still scored; the exit
+status is then 1. ``--out DIR`` replaces ``DIR/<sequence>/``'s masks with this run's.
 
 Examples::
 
@@ -18,25 +13,18 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import math
 import sys
 from pathlib import Path
-from typing import Any, Callable
 
-from bgsub.cdnet import find_sequences, is_cdnet_sequence
 from bgsub.commands import _common as common
-from bgsub.metrics import METRIC_NAMES, mean_metrics
-from bgsub.pipeline import Callback, MaskFiles, Pipeline, Scores
+from bgsub.evaluation import RESULT_KEYS, display_name, evaluate, resolve_sequences, unscored_by_max_frames
+from bgsub.pipeline.paths import check_mask_folder, check_outputs, check_writable
 from bgsub.settings import resolve_algorithm
-from bgsub.sources import SourceError, open_source
 from bgsub.writers import json_safe
 
-__all__ = ["add_arguments", "main", "evaluate_sequence", "evaluate", "resolve_sequences", "RESULT_KEYS"]
-
-#: Keys of one sequence's result, in the order printed.
-RESULT_KEYS = ("F", "recall", "precision", "specificity", "FPR", "FNR", "PWC", "auc", "fps")
+__all__ = ["add_arguments", "main", "format_table", "evaluate", "resolve_sequences", "RESULT_KEYS"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,134 +44,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verbose", action="store_true",
                         help="list every parameter of the algorithm (default: only those that differ from its "
                              "defaults)")
-
-
-def resolve_sequences(paths: list[str | Path]) -> list[Path]:
-    """Expand each path to the CDnet sequences at or below it.
-
-    Raises
-    ------
-    ValueError
-        When a path does not exist or holds no sequence.
-    """
-    out: list[Path] = []
-    for p in paths:
-        p = Path(p)
-        if not p.exists():
-            raise ValueError(f"{p} does not exist")
-        if is_cdnet_sequence(p):
-            out.append(p)
-            continue
-        found = find_sequences(p) if p.is_dir() else []
-        if not found:
-            raise ValueError(
-                f"{p} is not a CDnet-layout sequence (a folder with input/in%06d.jpg) and holds none"
-            )
-        out.extend(found)
-    return out
-
-
-def _display_name(path: Path, all_paths: list[Path]) -> str:
-    # parent/name when two sequences share a name (e.g. several "input" roots)
-    names = [q.name for q in all_paths]
-    if names.count(path.name) > 1:
-        return f"{path.parent.name}/{path.name}"
-    return path.name
-
-
-def evaluate_sequence(source, subtractor, out_dir: Path | None = None,
-                      progress: Callable[[int, int | None], None] | None = None, name: str | None = None,
-                      region=None, min_area: int = 0) -> dict[str, Any]:
-    """Run ``subtractor`` over every frame of a CDnet source through the pipeline and score it.
-
-    Parameters
-    ----------
-    source : FrameSource
-        An open CDnet sequence (:func:`bgsub.sources.open_source`).
-    subtractor : object with ``apply`` and optionally ``getScoreMap``/``score_range``
-    out_dir : Path, optional
-        Folder for ``bin%06d.png`` masks (one per processed frame, written
-        atomically); masks of an earlier run there are removed first.
-    progress : callable(done, total), optional
-    name : str, optional
-        Name to report (default: the source's name).
-    region : bgsub.pipeline.Region, optional
-        ROI and processing scale.
-    min_area : int
-        Minimum foreground blob, pixels.
-
-    Returns
-    -------
-    dict
-        ``name``, ``frames`` (scored frames), ``processed`` (frames fed), the
-        seven metrics, ``auc`` (nan without a score map or without both
-        classes), ``fps`` (frames per second of ``apply`` alone), ``counts``
-        (tp, fp, fn, tn), ``error`` (None, or why the sequence stopped early).
-    """
-    scores = Scores(roc=True)
-    sinks: list = [scores]
-    if out_dir is not None:
-        sinks.append(MaskFiles(out_dir))
-    if progress is not None:
-        done = itertools.count(1)
-        sinks.append(Callback(lambda out: progress(next(done), source.frame_count)))
-    result = Pipeline(subtractor, region=region, min_area=min_area, sinks=sinks).run(source)
-    m = scores.metrics() or scores.counts.metrics()
-    row: dict[str, Any] = {"name": name or source.name, "frames": scores.frames}
-    for key in RESULT_KEYS:
-        if key == "fps":
-            row["fps"] = result.subtract_fps if result.subtract_fps > 0 else math.nan
-        else:
-            row[key] = m.get(key, math.nan)
-    row["processed"] = result.frames
-    row["counts"] = scores.counts.as_dict()
-    row["error"] = result.error
-    row["interrupted"] = result.interrupted
-    return row
-
-
-def evaluate(paths: list[Path], make_subtractor: Callable[[], Any], out: Path | None = None,
-             max_frames: int | None = None, quiet: bool = True, region_factory=None,
-             min_area: int = 0, augment: str | None = None) -> tuple[list[dict], dict, list[dict]]:
-    """Evaluate a fresh subtractor on each sequence (or its ``augment`` variant, :mod:`bgsub.augment`).
-
-    Returns
-    -------
-    rows : list of dict
-        One per sequence scored to its end (:func:`evaluate_sequence`).
-    mean : dict
-        Mean of each key over ``rows``.
-    failed : list of dict
-        ``{"name", "path", "error"}`` of each sequence that could not be scored to its end.
-    """
-    from bgsub.augment import augment as augmented
-
-    rows, failed = [], []
-    for path in paths:
-        name = _display_name(path, paths)
-        progress = None
-        if not quiet:
-            def progress(done, total, _name=name):
-                if done == total or done % 50 == 0:
-                    print(f"\r{_name}: {done}/{total} frames", end="" if done != total else "\n",
-                          file=sys.stderr, flush=True)
-        try:
-            with augmented(open_source(path, max_frames=max_frames), augment) as source:
-                if source.sequence is not None and not source.sequence.has_groundtruth:
-                    print(f"warning: {path} has no groundtruth/ folder; it is processed but not scored",
-                          file=sys.stderr)
-                row = evaluate_sequence(source, make_subtractor(), None if out is None else out / name,
-                                        progress, name, region_factory() if region_factory else None, min_area)
-        except (SourceError, OSError, ValueError) as exc:
-            failed.append({"name": name, "path": str(path), "error": str(exc)})
-            continue
-        if row["interrupted"]:
-            raise KeyboardInterrupt
-        if row["error"] is not None:
-            failed.append({"name": name, "path": str(path), "error": f"stopped at {row['error']}"})
-            continue
-        rows.append(row)
-    return rows, mean_metrics(rows, keys=RESULT_KEYS), failed
 
 
 def _fmt(v: float, key: str) -> str:
@@ -208,44 +68,16 @@ def format_table(rows: list[dict], mean: dict) -> str:
     return "\n".join(lines)
 
 
-def _unscored_by_max_frames(path: Path, max_frames: int | None) -> str | None:
-    """Why the first ``max_frames`` frames of the sequence at ``path`` hold none of its scored frames, else None."""
-    from bgsub.cdnet import load_sequence
-
-    if max_frames is None:
-        return None
-    try:
-        seq = load_sequence(path)
-    except (OSError, ValueError):
-        return None  # evaluate() reports it
-    first, last = seq.temporal_roi
-    read = seq.frames[:max_frames]
-    if not seq.has_groundtruth or first > last or not read or any(seq.is_scored(n) for n in read):
-        return None
-    needed = next(i for i, n in enumerate(seq.frames) if seq.is_scored(n)) + 1
-    return (f"--max-frames {max_frames} stops at frame {read[-1]}, before its scored frames {first}-{last} "
-            f"(temporalROI.txt): nothing would be scored; give --max-frames {needed} or more to score any "
-            "frame, or leave it out")
-
-
 def check_eval_outputs(args, paths: list[Path]) -> None:
     """Refuse, before any frame is read, an ``--out`` that is, contains or lies inside a sequence (or a folder
     given, or --roi/--config), that cannot be written, or whose ``<sequence>/`` folders hold masks bgsub did not
     write (OutputError, a ValueError)."""
-    from bgsub.pipeline.paths import OutputError, check_outputs, check_writable
-    from bgsub.writers import foreign_masks
-
     inputs = ([("input", Path(p)) for p in args.sequences] + [("input sequence", p) for p in paths]
               + [("--roi", getattr(args, "roi", None)), ("--config", args.config)])
     check_outputs(inputs, [("--out", args.out)])
     check_writable("--out", args.out, folder=True)
     for path in paths:
-        folder = args.out / _display_name(path, paths)
-        foreign = foreign_masks(folder)
-        if foreign:
-            raise OutputError(f"--out: {folder} already holds {len(foreign)} bin%06d.png file(s) that bgsub did "
-                              "not write; this run would overwrite or mix with them: move them away or choose "
-                              "another --out")
+        check_mask_folder("--out", args.out / display_name(path, paths))
 
 
 def main(args: argparse.Namespace) -> int:
@@ -259,12 +91,12 @@ def main(args: argparse.Namespace) -> int:
         common.build_region(args)  # refuse a bad --roi/--scale before any work
         if args.out is not None:
             check_eval_outputs(args, paths)
-        unscored = {p: why for p in paths if (why := _unscored_by_max_frames(p, args.max_frames))}
+        unscored = {p: why for p in paths if (why := unscored_by_max_frames(p, args.max_frames))}
         if unscored and len(unscored) == len(paths):
             raise ValueError("; ".join(f"{p.name}: {why}" for p, why in unscored.items()))
     except ValueError as exc:
         return common.error("eval", str(exc), 2)
-    skipped = [{"name": _display_name(p, paths), "path": str(p), "error": why} for p, why in unscored.items()]
+    skipped = [{"name": display_name(p, paths), "path": str(p), "error": why} for p, why in unscored.items()]
     all_paths, paths = paths, [p for p in paths if p not in unscored]
     try:
         rows, mean, failed = evaluate(paths, lambda: bgsub.create(algo, **params), args.out, args.max_frames,
@@ -289,6 +121,3 @@ def main(args: argparse.Namespace) -> int:
         return 1
     return 0
 
-
-# The seven CDnet metrics are all in RESULT_KEYS.
-assert set(METRIC_NAMES) <= set(RESULT_KEYS)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from bgsub.cli import main as cli_main
-from bgsub.commands.eval import evaluate_sequence
+from bgsub.evaluation import evaluate_sequence
 from bgsub.cdnet import load_sequence
 from bgsub.metrics import frame_counts
 from bgsub.sources import open_source
@@ -176,7 +176,7 @@ def test_bench_text_output_names_the_frames(capsys):
 
 
 def test_bench_warms_every_subtractor_up_before_timing(capsys, monkeypatch):
-    from bgsub.commands import bench
+    from bgsub import benchmark as bench
 
     seen = []
     monkeypatch.setattr(bench, "_time_algo", lambda a, timed, warm: seen.append((len(warm), len(timed))) or 1.0)
