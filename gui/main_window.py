@@ -141,18 +141,14 @@ class MainWindow(QMainWindow):
         worker = self.controller.worker
         # The worker emits from its own thread. Every receiver here is a @Slot: PySide6 >= 6.8 can
         # crash delivering a cross-thread signal to an undecorated method (PYSIDE-3124).
-        worker.resultReady.connect(self._on_result_ready)
-        worker.sourceOpened.connect(self._on_source_opened)
-        worker.modelReset.connect(self._on_model_reset)
-        worker.paramChanged.connect(self._on_param_changed)
-        worker.paramRejected.connect(self.controls_show_param)
-        worker.algorithmRejected.connect(self._on_algorithm_rejected)
-        worker.stateChanged.connect(self._on_state)
-        worker.error.connect(self.show_error)
-        worker.info.connect(self.show_message)
-        worker.frameLimitReached.connect(self._on_frame_limit)
-        worker.modelLoaded.connect(self._on_model_loaded)
-        worker.outputChanged.connect(self._on_output_changed)
+        slots = {"resultReady": self._on_result_ready, "sourceOpened": self._on_source_opened,
+                 "modelReset": self._on_model_reset, "paramChanged": self._on_param_changed,
+                 "paramRejected": self.controls_show_param, "algorithmRejected": self._on_algorithm_rejected,
+                 "stateChanged": self._on_state, "error": self.show_error, "info": self.show_message,
+                 "frameLimitReached": self._on_frame_limit, "modelLoaded": self._on_model_loaded,
+                 "outputChanged": self._on_output_changed}
+        for signal, slot in slots.items():
+            getattr(worker, signal).connect(slot)
 
         self.views = FrameViews()
         self.metrics = MetricsPanel()

@@ -155,6 +155,12 @@ class SessionWorker(QObject):
             self._state = state
             self.stateChanged.emit(state)
 
+    @Slot(str, object)
+    def handle(self, slot: str, args: Any) -> None:
+        """Run a request of :class:`SessionController`, ``slot(*args)`` (a slot of this class), in the worker's
+        thread."""
+        getattr(self, slot)(*args)
+
     @Slot()
     def start(self) -> None:
         """Create the frame timer; runs in the worker thread when it starts."""
@@ -422,23 +428,8 @@ class SessionController(QObject):
         Handed to the worker; do not touch it from the window's thread afterwards.
     """
 
-    _open = Signal(object)
-    _play = Signal()
-    _pause = Signal()
-    _step = Signal()
-    _restart = Signal()
-    _algorithm = Signal(str, object)
-    _param = Signal(str, object)
-    _threshold = Signal(float)
-    _save_folder = Signal(object)
-    _recording = Signal(str, object)
-    _show_objects = Signal(bool)
-    _min_area = Signal(int)
-    _frame_limit = Signal(object)
-    _realtime = Signal(bool)
-    _save_model = Signal(str)
-    _load_model = Signal(str)
-    _shutdown = Signal()
+    #: A request for the worker: the name of one of its slots and the arguments, delivered in its thread.
+    _request = Signal(str, object)
 
     def __init__(self, session: Session, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -447,26 +438,7 @@ class SessionController(QObject):
         self.worker = SessionWorker(session)
         self.worker.moveToThread(self.thread)
         self.thread.started.connect(self.worker.start)
-        for signal, slot in (
-            (self._open, self.worker.open_source),
-            (self._play, self.worker.play),
-            (self._pause, self.worker.pause),
-            (self._step, self.worker.step),
-            (self._restart, self.worker.restart),
-            (self._algorithm, self.worker.set_algorithm),
-            (self._param, self.worker.set_param),
-            (self._threshold, self.worker.set_threshold),
-            (self._save_folder, self.worker.set_save_folder),
-            (self._recording, self.worker.set_recording),
-            (self._show_objects, self.worker.set_show_objects),
-            (self._min_area, self.worker.set_min_area),
-            (self._frame_limit, self.worker.set_frame_limit),
-            (self._realtime, self.worker.set_realtime),
-            (self._save_model, self.worker.save_model),
-            (self._load_model, self.worker.load_model),
-            (self._shutdown, self.worker.shutdown),
-        ):
-            signal.connect(slot)
+        self._request.connect(self.worker.handle)
         self.thread.start()
 
     @property
@@ -474,56 +446,59 @@ class SessionController(QObject):
         """The session (read it only while the worker is idle, e.g. in tests)."""
         return self.worker.session
 
+    def _send(self, slot: str, *args: Any) -> None:
+        self._request.emit(slot, args)
+
     def open_source(self, spec: Any) -> None:
-        self._open.emit(spec)
+        self._send("open_source", spec)
 
     def play(self) -> None:
-        self._play.emit()
+        self._send("play")
 
     def pause(self) -> None:
-        self._pause.emit()
+        self._send("pause")
 
     def step(self) -> None:
-        self._step.emit()
+        self._send("step")
 
     def restart(self) -> None:
-        self._restart.emit()
+        self._send("restart")
 
     def set_algorithm(self, algo: str, params: dict | None = None) -> None:
-        self._algorithm.emit(algo, dict(params or {}))
+        self._send("set_algorithm", algo, dict(params or {}))
 
     def set_param(self, name: str, value: Any) -> None:
-        self._param.emit(name, value)
+        self._send("set_param", name, value)
 
     def set_threshold(self, value: float) -> None:
-        self._threshold.emit(float(value))
+        self._send("set_threshold", float(value))
 
     def set_save_folder(self, folder: Any) -> None:
-        self._save_folder.emit(folder)
+        self._send("set_save_folder", folder)
 
     def set_overlay_video(self, path: str | None) -> None:
-        self._recording.emit("overlay", path)
+        self._send("set_recording", "overlay", path)
 
     def set_objects_file(self, path: str | None) -> None:
-        self._recording.emit("objects", path)
+        self._send("set_recording", "objects", path)
 
     def set_show_objects(self, enabled: bool) -> None:
-        self._show_objects.emit(bool(enabled))
+        self._send("set_show_objects", bool(enabled))
 
     def set_min_area(self, pixels: int) -> None:
-        self._min_area.emit(int(pixels))
+        self._send("set_min_area", int(pixels))
 
     def set_frame_limit(self, limit: int | None) -> None:
-        self._frame_limit.emit(limit)
+        self._send("set_frame_limit", limit)
 
     def set_realtime(self, realtime: bool) -> None:
-        self._realtime.emit(bool(realtime))
+        self._send("set_realtime", bool(realtime))
 
     def save_model(self, path: str) -> None:
-        self._save_model.emit(str(path))
+        self._send("save_model", str(path))
 
     def load_model(self, path: str) -> None:
-        self._load_model.emit(str(path))
+        self._send("load_model", str(path))
 
     def take_result(self) -> FrameResult | None:
         return self.worker.take_result()
@@ -540,7 +515,7 @@ class SessionController(QObject):
         if not self.thread.isRunning():
             return True
         self.worker._stopping.set()
-        self._shutdown.emit()
+        self._send("shutdown")
         if self.thread.wait(max(0, timeout_ms - 500)):
             return True
         self.worker.abort_source()
