@@ -48,6 +48,9 @@ def test_unsafe_output_folder_is_refused_and_nothing_written(clash, tmp_path, ca
     assert rc == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("bgsub batch: error:") and "\n" not in err and "Traceback" not in err
+    why = {"same": "is the input folder", "parent": "contains the input folder",
+           "sequence": "lies inside the input sequence folder"}[where]
+    assert f"OUT_DIR {out} {why}" in err
     assert snapshot(tmp_path) == before
     assert not (clash / "cam" / "masks").exists()
 

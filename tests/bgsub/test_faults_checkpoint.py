@@ -14,9 +14,7 @@ given as the config, get a message naming the file.
 
 from __future__ import annotations
 
-import json
 import tempfile
-import tracemalloc
 import zipfile
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from bgsub.checkpoint import CheckpointError
 from learners._persist import read_checkpoint
 from tests.bgsub.test_fuzz import assert_clean_outcome, run_cli
 from tests._scripts import load_benchmark
+from tests.learners.test_faults_persist import peak_memory, write_bomb
 
 ALGOS = ("olkn", "norma", "svmd", "oem")
 fuzz = load_benchmark("checkpoint_fuzz")
@@ -145,27 +144,10 @@ def test_a_frame_size_beyond_memory_is_a_clear_error_not_a_memory_error(valid, t
 
 
 def test_an_entry_far_larger_than_the_model_is_refused_before_it_is_read(valid, tmp_path):
-    # 256 MiB of zeros deflated into about a megabyte, declared as olkn's coefficients
-    meta, arrays = read_checkpoint(valid["olkn"])
-    path = tmp_path / "bomb.npz"
-    n = 1 << 26
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
-        for name, a in [("meta", np.array(json.dumps(meta))), ("checksum", np.array("0" * 64))] + \
-                [("a." + k, v) for k, v in arrays.items() if k != "coef_"]:
-            with zf.open(name + ".npy", "w") as fh:
-                np.lib.format.write_array(fh, a)
-        with zf.open("a.coef_.npy", "w", force_zip64=True) as fh:
-            np.lib.format.write_array_header_1_0(fh, {"descr": "<f4", "fortran_order": False, "shape": (n,)})
-            zeros = bytes(1 << 22)
-            for _ in range(n * 4 // len(zeros)):
-                fh.write(zeros)
-    assert path.stat().st_size < 4 << 20
-    tracemalloc.start()
-    try:
-        _refused(path, r"state 'coef_' is float32\[67108864\], but olkn .* at 16x12x3 needs float32\[12, 16, 6\]")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    # declared as olkn's coefficients
+    path = write_bomb(valid["olkn"], tmp_path / "bomb.npz", "coef_", "<f4", (1 << 26,))
+    peak = peak_memory(lambda: _refused(
+        path, r"state 'coef_' is float32\[67108864\], but olkn .* at 16x12x3 needs float32\[12, 16, 6\]"))
     assert peak < 16 << 20, peak
 
 

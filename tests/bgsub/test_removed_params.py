@@ -20,11 +20,14 @@ def _frames(n=3, h=24, w=32):
     return [rng.integers(0, 255, (h, w, 3), dtype=np.uint8) for _ in range(n)]
 
 
-def _with_params(path, **extra):
-    """Rewrite the checkpoint at ``path`` with ``extra`` added to its parameters (as an older version wrote)."""
-    meta, arrays = read_checkpoint(path)
+def _with_params(path, arrays=None, scalars=None, **extra):
+    """Rewrite the checkpoint at ``path`` as an older version wrote it: ``extra`` added to its parameters,
+    ``arrays`` to its state arrays (replacing those of the same name), ``scalars`` to its scalars."""
+    meta, saved = read_checkpoint(path)
     rest = {k: v for k, v in meta.items() if k not in ("format", "version", "kind", "params")}
-    write_checkpoint(path, meta["kind"], {**meta["params"], **extra}, arrays, **rest)
+    if scalars:
+        rest["scalars"] = {**meta["scalars"], **scalars}
+    write_checkpoint(path, meta["kind"], {**meta["params"], **extra}, {**saved, **(arrays or {})}, **rest)
 
 
 @pytest.mark.parametrize("algo", ["olkn", "norma"])
@@ -42,63 +45,57 @@ def test_a_removed_option_at_its_neutral_value_loads(tmp_path, algo):
     assert np.array_equal(loaded.apply(frames[2]), want)
 
 
-@pytest.mark.parametrize("name", sorted(ON))
-def test_a_removed_option_switched_on_is_refused_naming_it(tmp_path, name):
-    sub = bgsub.create("norma", median=0, stabilise="off", illumination="off")
-    path = sub.save(tmp_path / "m.npz")
-    _with_params(path, **{name: ON[name]})
-    with pytest.raises(CheckpointError, match=f"option {name} .*was removed") as err:
-        type(sub).load(path)
+def _refused(path, match, **extra):
+    """The checkpoint at ``path``, rewritten with ``extra`` added to its parameters, is refused in one line."""
+    _with_params(path, **extra)
+    with pytest.raises(CheckpointError, match=match) as err:
+        bgsub.load(path)
     assert "\n" not in str(err.value)
 
 
-def test_a_removed_value_is_refused_naming_it(tmp_path):
-    sub = bgsub.create("olkn", median=0, illumination="off")
-    path = sub.save(tmp_path / "m.npz")
-    _with_params(path, stabilise="phase")
-    with pytest.raises(CheckpointError, match="option stabilise='phase' was removed; its other values are 'off', "
-                                              "'match'"):
-        type(sub).load(path)
+@pytest.fixture()
+def olkn_saved(tmp_path):
+    """A checkpoint of olkn (no median, no illumination gain) as this version writes it."""
+    return bgsub.create("olkn", median=0, illumination="off").save(tmp_path / "m.npz")
+
+
+@pytest.mark.parametrize("name", sorted(ON))
+def test_a_removed_option_switched_on_is_refused_naming_it(tmp_path, name):
+    path = bgsub.create("norma", median=0, stabilise="off", illumination="off").save(tmp_path / "m.npz")
+    _refused(path, f"option {name} .*was removed", **{name: ON[name]})
+
+
+@pytest.mark.parametrize("extra, match", [
+    ({"stabilise": "phase"}, "option stabilise='phase' was removed; its other values are 'off', 'match'"),
+    ({"rho_rule": "primal"}, "option rho_rule='primal' was removed; its other values are 'paper', 'quantile'"),
+    ({"init_rho": "quantile"}, "option init_rho .*was removed"),
+    ({"adapt_update": 1.0}, "option adapt_update .*was removed"),
+    ({"adapt_by": "blink"}, "option adapt_by .*was removed"),
+])
+def test_a_removed_olkn_value_is_refused_naming_it(olkn_saved, extra, match):
+    _refused(olkn_saved, match, **extra)
+
+
+def test_removed_olkn_values_are_refused_at_creation_and_load_when_off(olkn_saved):
     with pytest.raises(ValueError, match="stabilise"):
         bgsub.create("olkn", stabilise="phase")
+    assert bgsub.create("norma", init_rho="steps").params["init_rho"] == "steps"  # norma keeps its own
+    want = bgsub.load(olkn_saved).params
+    _with_params(olkn_saved, init_rho="zero", adapt_update=0.0, adapt_by="offset")
+    assert bgsub.load(olkn_saved).params == want
 
 
 def test_a_removed_state_value_loads_at_its_value_when_off_and_is_refused_otherwise(tmp_path):
     sub = bgsub.create("olkn", median=0, illumination="off")
     sub.apply(_frames(1)[0])
     path = sub.save(tmp_path / "m.npz")
-    meta, arrays = read_checkpoint(path)
-    rest = {k: v for k, v in meta.items() if k not in ("format", "version", "kind", "params")}
     for left, ok in ((0, True), (3, False)):
-        rest["scalars"] = {**meta["scalars"], "relearn_left_": left}
-        write_checkpoint(path, meta["kind"], meta["params"], arrays, **rest)
+        _with_params(path, scalars={"relearn_left_": left})
         if ok:
             assert type(sub).load(path).n_frames_ == 1
         else:
             with pytest.raises(CheckpointError, match="relearn_left_ = 3 belongs to a feature that was removed"):
                 type(sub).load(path)
-
-
-def test_olkn_init_rho_was_removed_but_norma_keeps_its_own(tmp_path):
-    sub = bgsub.create("olkn", median=0, illumination="off")
-    path = sub.save(tmp_path / "m.npz")
-    _with_params(path, init_rho="zero")
-    assert "init_rho" not in type(sub).load(path).params
-    _with_params(path, init_rho="quantile")
-    with pytest.raises(CheckpointError, match="option init_rho .*was removed"):
-        type(sub).load(path)
-    assert bgsub.create("norma", init_rho="steps").params["init_rho"] == "steps"
-
-
-@pytest.mark.parametrize("name, value", [("adapt_update", 1.0), ("adapt_by", "blink")])
-def test_olkn_adaptive_update_probability_was_removed(tmp_path, name, value):
-    sub = bgsub.create("olkn", median=0, illumination="off")
-    path = sub.save(tmp_path / "m.npz")
-    _with_params(path, adapt_update=0.0, adapt_by="offset")
-    assert type(sub).load(path).params == sub.params
-    _with_params(path, **{name: value})
-    with pytest.raises(CheckpointError, match=f"option {name} .*was removed"):
-        type(sub).load(path)
 
 
 def test_a_checkpoint_with_the_per_pixel_widths_off_continues_without_them(tmp_path):
@@ -108,30 +105,18 @@ def test_a_checkpoint_with_the_per_pixel_widths_off_continues_without_them(tmp_p
         sub.apply(f)
     path = sub.save(tmp_path / "m.npz")
     want = [sub.apply(f) for f in frames[2:]]
-    meta, arrays = read_checkpoint(path)
-    rest = {k: v for k, v in meta.items() if k not in ("format", "version", "kind", "params")}
     widths = dict(adapt_width=0.0, width_rate=0.01, width_min=1.0, width_max=3.0, width_blink=0.0)
     # as the versions with the per-pixel widths wrote it: their parameters and arrays, the widths off
-    arrays = dict(arrays, misfit_=np.zeros((24, 32), np.float32), width_=np.ones((24, 32), np.float32))
-    write_checkpoint(path, "olkn", {**meta["params"], **widths}, arrays, **rest)
+    _with_params(path, arrays={"misfit_": np.zeros((24, 32), np.float32), "width_": np.ones((24, 32), np.float32)},
+                 **widths)
     resumed = type(sub).load(path)
     assert not hasattr(resumed, "width_") or resumed.width_ is None
     assert all(np.array_equal(resumed.apply(f), w) for f, w in zip(frames[2:], want))
-    write_checkpoint(path, "olkn", {**meta["params"], **widths, "adapt_width": 5.0}, arrays, **rest)
+    _with_params(path, adapt_width=5.0)
     with pytest.raises(CheckpointError, match="option adapt_width .*was removed"):
         type(sub).load(path)
-    bad = dict(arrays, misfit_=np.zeros((240, 320), np.float32))
-    write_checkpoint(path, "olkn", {**meta["params"], **widths}, bad, **rest)
+    _with_params(path, arrays={"misfit_": np.zeros((240, 320), np.float32)}, adapt_width=0.0)
     with pytest.raises(CheckpointError, match="state 'misfit_' is declared"):
-        type(sub).load(path)
-
-
-def test_olkn_primal_offset_rule_was_removed(tmp_path):
-    sub = bgsub.create("olkn", median=0, illumination="off")
-    path = sub.save(tmp_path / "m.npz")
-    _with_params(path, rho_rule="primal")
-    with pytest.raises(CheckpointError, match="option rho_rule='primal' was removed; its other values are 'paper', "
-                                              "'quantile'"):
         type(sub).load(path)
 
 

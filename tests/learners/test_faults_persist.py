@@ -125,29 +125,43 @@ def test_non_finite_state_is_refused(valid, tmp_path, what):
     assert "\n" not in str(info.value)
 
 
-def test_an_entry_far_larger_than_the_model_is_refused_before_it_is_read(valid, tmp_path):
-    # 256 MiB of zeros deflated into about a megabyte, declared as the support vectors
+def write_bomb(valid: Path, path: Path, name: str, descr: str, shape: tuple) -> Path:
+    """The checkpoint ``valid`` written to ``path`` with its entry ``name`` declared as ``shape`` of ``descr`` and
+    holding that many zero bytes, deflated (256 MiB into about a megabyte)."""
     meta, arrays = read_checkpoint(valid)
-    path = tmp_path / "bomb.npz"
-    rows = 1 << 23
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
-        for name, a in [("meta", np.array(json.dumps(meta))), ("checksum", np.array("0" * 64))] + \
-                [("a." + k, v) for k, v in arrays.items() if k != "_sv"]:
-            with zf.open(name + ".npy", "w") as fh:
+        for key, a in [("meta", np.array(json.dumps(meta))), ("checksum", np.array("0" * 64))] + \
+                [("a." + k, v) for k, v in arrays.items() if k != name]:
+            with zf.open(key + ".npy", "w") as fh:
                 np.lib.format.write_array(fh, a)
-        with zf.open("a._sv.npy", "w", force_zip64=True) as fh:
-            np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False, "shape": (rows, 4)})
+        with zf.open(f"a.{name}.npy", "w", force_zip64=True) as fh:
+            np.lib.format.write_array_header_1_0(fh, {"descr": descr, "fortran_order": False, "shape": shape})
             zeros = bytes(1 << 22)
-            for _ in range(rows * 4 * 8 // len(zeros)):
+            for _ in range(np.dtype(descr).itemsize * int(np.prod(shape)) // len(zeros)):
                 fh.write(zeros)
     assert path.stat().st_size < 4 << 20
+    return path
+
+
+def peak_memory(call) -> int:
+    """The peak of Python's allocations while ``call()`` runs."""
     tracemalloc.start()
     try:
-        with pytest.raises(CheckpointError, match="slots, not the budget of 16|features"):
-            learners.OLKClassifier.load(path)
-        peak = tracemalloc.get_traced_memory()[1]
+        call()
+        return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+def test_an_entry_far_larger_than_the_model_is_refused_before_it_is_read(valid, tmp_path):
+    # declared as the support vectors
+    path = write_bomb(valid, tmp_path / "bomb.npz", "_sv", "<f8", (1 << 23, 4))
+
+    def load():
+        with pytest.raises(CheckpointError, match="slots, not the budget of 16|features"):
+            learners.OLKClassifier.load(path)
+
+    peak = peak_memory(load)
     assert peak < 16 << 20, peak
 
 
