@@ -25,7 +25,8 @@ import numpy as np
 
 from bgsub.metrics import ConfusionCounts, SequenceScorer, StreamingROC
 from bgsub.pipeline.objects import OBJECT_FIELDS
-from bgsub.writers import MaskVideoWriter, MaskWriter, foreign_masks, make_folder, temp_path
+from bgsub.pipeline.paths import check_mask_folder
+from bgsub.writers import MaskVideoWriter, MaskWriter, make_folder, temp_path
 
 __all__ = [
     "Sink",
@@ -91,12 +92,7 @@ class MaskFiles(Sink):
     def __init__(self, folder: str | os.PathLike, *, replace: bool = True, resume: bool = False,
                  atomic: bool = True, option: str = "--out") -> None:
         if replace:
-            foreign = foreign_masks(folder)
-            if foreign:
-                names = ", ".join(p.name for p in foreign[:3]) + (", ..." if len(foreign) > 3 else "")
-                raise ValueError(f"{option} {folder} already holds {len(foreign)} bin%06d.png file(s) that bgsub "
-                                 f"did not write ({names}); this run would overwrite or mix with them: move "
-                                 "them away or choose another folder")
+            check_mask_folder(option, folder)
         self._created = not Path(folder).exists()
         self.writer = MaskWriter(folder, atomic=atomic)
         self.replace = bool(replace)
