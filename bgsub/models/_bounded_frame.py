@@ -44,13 +44,13 @@ loops' helpers.
 import numpy as np
 from numba import njit, prange
 
-from bgsub.models._frame_kernels import (_diffuses, _diffusion_draw, _diffusion_neighbour,
-                                         _diffusion_source, _emit_where, _expansion_layout, _expansion_views, _hash24,
-                                         _level, _olk_n_update, _selected, _selected_drawn, _vec)
+from bgsub.models._frame_kernels import (_diffuses, _diffusion_draw, _diffusion_neighbour, _diffusion_source,
+                                         _emit_where, _hash24, _layout, _level, _olkn_update, _quantile_rho, _selected,
+                                         _selected_drawn, _vec, _views)
 from bgsub.models._prefetch import prefetch_state
 from learners.expansion import expansion_sum
 from learners.kernels import GAUSSIAN_LUT, int_squared_distance, lut_value
-from learners.steps import RHO_QUANTILE, olk_n_quantile_rho
+from learners.steps import RHO_QUANTILE
 
 #: Every pixel's sum is recomputed in full at least this often (frames; a power of two).
 REFRESH_PERIOD = 256
@@ -130,12 +130,13 @@ def _admit(x, xr, cf, slot, removed, removed_mass, ref_sum, ref_mass, i, j, lut)
 
 
 @njit(cache=True, inline="always")
-def _tracked_step(x, f, f_oldest, sv, cf, rg, xr, ref_sum, ref_mass, i, j, B, lut, scale, r, nu, C, rho0,
-                  rho_rule):
-    """:func:`learners.steps.olk_n_update` on ``x``, keeping the pixel's cached sum and mass at its
-    reference exact. Returns the new offset."""
-    slot, removed, removed_mass = _next_slot(sv, cf, rg, xr, B, lut)
-    _, new_rho = _olk_n_update(x, f, f_oldest, sv, cf, rg, scale, r, nu, C, rho0, rho_rule, 1.0, 0.0)
+def _tracked_step(x, f, f_oldest, view, xr, ref_sum, ref_mass, i, j, lut, scale, rule, rho0):
+    """:func:`learners.steps.olk_n_update` on ``x`` (:func:`bgsub.models._frame_kernels._olkn_update` of the
+    expansion ``view = (sv, cf, rg)``), keeping the pixel's cached sum and mass at its reference exact. Returns
+    the new offset."""
+    sv, cf, rg = view
+    slot, removed, removed_mass = _next_slot(sv, cf, rg, xr, sv.shape[0], lut)
+    _, new_rho = _olkn_update(x, f, f_oldest, view, scale, rule, rho0)
     _admit(x, xr, cf, slot, removed, removed_mass, ref_sum, ref_mass, i, j, lut)
     return new_rho
 
@@ -177,25 +178,22 @@ def _row_bounds(frame, ref, ref_sum, ref_mass, i, W, nc, fb, refb, scale, slope,
 
 
 @njit(cache=True, inline="always")
-def _decide(f, lo, hi, rho0, level, out_level, rho, blink, prev, post, i, j, gain, up, down, score, mask, quantile,
-            rho_eta, rho_nu, rho_lo, rho_hi):
+def _decide(f, lo, hi, rho0, level, out_level, rho, feedback, out, i, j, quantile, rule):
     """The decisions of a pixel whose ``f`` lies in ``[lo, hi]``, on one side of ``level`` and of
     ``out_level`` (after a full sum ``lo == hi == f``): score ``out_level - f``, raw mask and blink
-    accumulator (:func:`_emit`), its own decision, its offset under the quantile rule.
-    Returns ``(rho, fg)``."""
-    return _decide_where(True, f, lo, hi, rho0, level, out_level, rho, blink, prev, post, i, j, gain, up, down, score,
-                         mask, quantile, rho_eta, rho_nu, rho_lo, rho_hi)
+    accumulator (:func:`bgsub.models._frame_kernels._emit`), its own decision, its offset under the quantile
+    rule. Returns ``(rho, fg)``."""
+    return _decide_where(True, f, lo, hi, rho0, level, out_level, rho, feedback, out, i, j, quantile, rule)
 
 
 @njit(cache=True, inline="always")
-def _decide_where(ok, f, lo, hi, rho0, level, out_level, rho, blink, prev, post, i, j, gain, up, down, score, mask,
-                  quantile, rho_eta, rho_nu, rho_lo, rho_hi):
+def _decide_where(ok, f, lo, hi, rho0, level, out_level, rho, feedback, out, i, j, quantile, rule):
     """:func:`_decide` where ``ok``; elsewhere the pixel's state stays (:func:`_emit_where`: selects, so that the
     first loop vectorises). Returns ``(rho, fg)``."""
-    _emit_where(ok, out_level - f, blink, prev, post, i, j, gain, up, down, score, mask)
+    _emit_where(ok, out_level - f, feedback, i, j, out[0], out[1])
     fg = hi < level  # the pixel's own decision, without the feedback
     if quantile:
-        v = olk_n_quantile_rho(hi if fg else lo, rho0, rho_eta, rho_nu, rho_lo, rho_hi)
+        v = _quantile_rho(hi if fg else lo, rho0, rule)
         rho0 = v if ok else rho0
         rho[i, j] = rho0
     return rho0, fg
@@ -220,24 +218,89 @@ def _tag(flag, selected, lo, hi, a_hi, a_lo, p_diff, radius, diffusion_draw):
     return (tag if (flag & 1) != 0 else _EXACT), f
 
 
+@njit(cache=True, fastmath=True, nogil=True)
+def _deferred(i, todo, todo_f, n_todo, frame, state, lay, scale, lut, rule, policy, feedback, out, cache):
+    """The second loop of :func:`olkn_frame_bounded` over row ``i``: the full sums and steps of the ``n_todo``
+    pixels listed in ``todo`` (columns, tagged) and ``todo_f`` (a step's ``f``). Returns the number of pixels
+    that stepped and that summed in full.
+
+    A function of its own, not inlined: the frame's parallel region stays small, which numba compiles in a
+    fraction of the time (its loop-fusion passes grow fast with the region's size); the loop branches on
+    every pixel and does not vectorise, so the call per row costs nothing measurable."""
+    rho, nbr_mask = state[3], feedback[1]
+    ref, ref_sum, ref_mass = cache[0], cache[1], cache[2]  # (by index: bgsub.models._frame_kernels)
+    slope = cache[3]
+    H, W, B, nc, fb, sb, cb, rb = lay
+    p_bg, p_fg, p_diff, radius, seed, frame_no = policy
+    refb = ref.ctypes.data
+    a_hi = 1.0 + rule[0] - rule[1]  # f >= a_hi: a = nu
+    a_lo = 1.0 + rule[0] - rule[2]  # f <= a_lo: a = C
+    quantile = rule[3] == RHO_QUANTILE
+    n = 0
+    n_sum = 0
+    for k in range(n_todo):
+        if k + PREFETCH_AHEAD < n_todo:
+            prefetch_state(sb, cb, rb, i * W + (todo[k + PREFETCH_AHEAD] & _COLUMN), B, nc)
+        tag = todo[k]
+        j = tag & _COLUMN
+        p = i * W + j
+        x = _vec(frame, fb, p, nc)
+        xr = _vec(ref, refb, p, nc)
+        view = _views(state, lay, p)
+        sv, cf, rg = view
+        rho0 = rho[i, j]
+        # the value the pixel learns (its own x, or a neighbour's: q >= 0) and its f; one step below, so that the
+        # learner's update is compiled once
+        fs = todo_f[k]
+        oldest = 0.0
+        q = -1
+        if tag & (_EXACT | _EXACT_STEP):
+            total, oldest = _recentre(x, xr, sv, cf, rg, ref_sum, ref_mass, i, j, nc, B, lut)
+            n_sum += 1
+            fs = scale * total
+            oldest *= scale
+        if tag & _EXACT:
+            level = 1.0 + rho0
+            rho0, fg = _decide(fs, fs, fs, rho0, level, _level(level, feedback, i, j), rho, feedback, out, i, j,
+                               quantile, rule)
+            if not _selected(fg, rg[1], B, p_bg, p_fg, seed, frame_no, p):
+                q = _diffusion_source(nbr_mask, i, j, H, W, radius, p_diff, seed, frame_no, p)
+                if q < 0:
+                    continue
+        elif tag & _DIFFUSE:
+            q = _diffusion_neighbour(nbr_mask, i, j, H, W, radius, seed, frame_no, p)
+            if q < 0:
+                continue
+        if q >= 0:  # learn the neighbour value y = frame[q]
+            x = _vec(frame, fb, q, nc)
+            lo, hi = _bound(x, xr, ref_sum, ref_mass, i, j, scale, slope)
+            known, fs = _surrogate(lo, hi, a_hi, a_lo)
+            oldest = 0.0
+            if not known:
+                total, oldest = expansion_sum(x, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+                fs = scale * total
+                oldest *= scale
+                n_sum += 1
+        rho[i, j] = _tracked_step(x, fs, oldest, view, xr, ref_sum, ref_mass, i, j, lut, scale, rule, rho0)
+        n += 1
+    return n, n_sum
+
+
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo,
-                       rho_hi, p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask,
-                       stepped, blink, post, gain, up, down, ref, ref_sum, ref_mass, slope, refresh_all, filling,
-                       summed):
+def olkn_frame_bounded(frame, state, scale, lut, rule, policy, feedback, out, cache):
     """:func:`bgsub.models._frame_kernels.olkn_frame` with sums only where a bound does not decide.
 
-    The arguments up to ``down`` are :func:`~bgsub.models._frame_kernels.olkn_frame`'s; the masks,
-    offsets, blink accumulators, steps and model state it leaves are the same (see the module
-    docstring for the score map).
+    The arguments but ``cache`` are :func:`~bgsub.models._frame_kernels.olkn_frame`'s (without texture
+    features); the masks, offsets, blink accumulators, steps and model state it leaves are the same (see the
+    module docstring for the score map).
 
     Each row runs two loops: the first decides every pixel it can from the bounds (scores, masks,
     blink accumulators, offsets, the update policy's draws) and lists the rest -- pixels that need
     their full sum, and pixels that step -- which the second loop handles. Kept apart, the first
     loop stays small and fast; the state arrays are touched only by the second.
 
-    Parameters
-    ----------
+    ``cache = (ref, ref_sum, ref_mass, slope, refresh_all, filling, summed)``:
+
     ref : uint8 (H, W, C)
         Each pixel's reference value (written where a pixel sums in full).
     ref_sum, ref_mass : float32 (H, W)
@@ -254,12 +317,22 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
     summed : int64 (H,)
         Output: the number of pixels of each row that summed in full.
     """
-    H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
+    ring = state[2]
+    rho = state[3]
+    stepped = out[2]
+    ref = cache[0]  # (indexed, not unpacked: see bgsub.models._frame_kernels)
+    ref_sum = cache[1]
+    ref_mass = cache[2]
+    slope, refresh_all, filling = cache[3], cache[4], cache[5]
+    summed = cache[6]
+    lay = _layout(frame, state)
+    H, W, B, nc, fb, sb, cb, rb = lay
+    p_bg, p_fg, p_diff, radius, seed, frame_no = policy
     refb = ref.ctypes.data
-    a_hi = 1.0 + r - nu  # f >= a_hi: a = nu
-    a_lo = 1.0 + r - C  # f <= a_lo: a = C
+    a_hi = 1.0 + rule[0] - rule[1]  # f >= a_hi: a = nu
+    a_lo = 1.0 + rule[0] - rule[2]  # f <= a_lo: a = C
     period = REFRESH_PERIOD - 1
-    quantile = rho_rule == RHO_QUANTILE
+    quantile = rule[3] == RHO_QUANTILE
     for i in prange(H):
         bounds = np.empty((2, W))
         _row_bounds(frame, ref, ref_sum, ref_mass, i, W, nc, fb, refb, scale, slope, np.empty(3 * W, np.int32),
@@ -269,14 +342,13 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
         for j in range(W):
             rho0 = rho[i, j]
             level = 1.0 + rho0
-            out_level = _level(level, blink, i, j, gain)
+            out_level = _level(level, feedback, i, j)
             lo = bounds[0, j]
             hi = bounds[1, j]
             ok = (((hi < level) | (lo >= level)) & ((hi < out_level) | (lo >= out_level))
                   & (not refresh_all) & (((frame_no + i + j) & period) != 0))
-            _, fg = _decide_where(ok, scale * np.float64(ref_sum[i, j]), lo, hi, rho0, level, out_level, rho, blink,
-                                  nbr_mask, post, i, j, gain, up, down, score, mask, quantile, rho_eta, rho_nu, rho_lo,
-                                  rho_hi)
+            _, fg = _decide_where(ok, scale * np.float64(ref_sum[i, j]), lo, hi, rho0, level, out_level, rho,
+                                  feedback, out, i, j, quantile, rule)
             flags[j] = np.uint8(ok) | (np.uint8(fg) << 1)
         # the update policy's draws (counter-based hashes: drawn for every pixel, used where needed)
         draws = np.empty((2, W), np.int32)
@@ -307,63 +379,7 @@ def olkn_frame_bounded(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rh
             todo_f[n_todo] = ends[j]
             n_todo += tags[j] != 0
         # second loop: full sums and steps
-        n = 0
-        n_sum = 0
-        for k in range(n_todo):
-            if k + PREFETCH_AHEAD < n_todo:
-                prefetch_state(sb, cb, rb, i * W + (todo[k + PREFETCH_AHEAD] & _COLUMN), B, nc)
-            j = todo[k] & _COLUMN
-            p = i * W + j
-            x = _vec(frame, fb, p, nc)
-            xr = _vec(ref, refb, p, nc)
-            sv, cf, rg = _expansion_views(samples, coef, ring, sb, cb, rb, p, B, nc)
-            rho0 = rho[i, j]
-            oldest = 0.0
-            if todo[k] & _EXACT:
-                total, oldest = _recentre(x, xr, sv, cf, rg, ref_sum, ref_mass, i, j, nc, B, lut)
-                n_sum += 1
-                f = scale * total
-                oldest *= scale
-                level = 1.0 + rho0
-                out_level = _level(level, blink, i, j, gain)
-                rho0, fg = _decide(f, f, f, rho0, level, out_level, rho, blink, nbr_mask, post, i, j, gain, up, down,
-                                   score, mask, quantile, rho_eta, rho_nu, rho_lo, rho_hi)
-                if _selected(fg, rg[1], B, p_bg, p_fg, seed, frame_no, p):
-                    rho[i, j] = _tracked_step(x, f, oldest, sv, cf, rg, xr, ref_sum, ref_mass, i, j, B, lut,
-                                              scale, r, nu, C, rho0, rho_rule)
-                    n += 1
-                    continue
-                q = _diffusion_source(nbr_mask, i, j, H, W, radius, p_diff, seed, frame_no, p)
-                if q < 0:
-                    continue
-            elif todo[k] & _DIFFUSE:
-                q = _diffusion_neighbour(nbr_mask, i, j, H, W, radius, seed, frame_no, p)
-                if q < 0:
-                    continue
-            else:
-                fs = todo_f[k]
-                if todo[k] & _EXACT_STEP:
-                    total, oldest = _recentre(x, xr, sv, cf, rg, ref_sum, ref_mass, i, j, nc, B, lut)
-                    fs = scale * total
-                    oldest *= scale
-                    n_sum += 1
-                rho[i, j] = _tracked_step(x, fs, oldest, sv, cf, rg, xr, ref_sum, ref_mass, i, j, B, lut, scale,
-                                          r, nu, C, rho0, rho_rule)
-                n += 1
-                continue
-            # learn the neighbour value y = frame[q]
-            y = _vec(frame, fb, q, nc)
-            lo, hi = _bound(y, xr, ref_sum, ref_mass, i, j, scale, slope)
-            known, fs = _surrogate(lo, hi, a_hi, a_lo)
-            oldest = 0.0
-            if not known:
-                total, oldest = expansion_sum(y, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
-                fs = scale * total
-                oldest *= scale
-                n_sum += 1
-            rho[i, j] = _tracked_step(y, fs, oldest, sv, cf, rg, xr, ref_sum, ref_mass, i, j, B, lut, scale, r,
-                                      nu, C, rho0, rho_rule)
-            n += 1
-        stepped[i] = n
-        summed[i] = n_sum
-
+        # (i and n_todo as int64: numba types a parallel loop's index anew as unsigned, and would compile the
+        # function once more for it)
+        stepped[i], summed[i] = _deferred(np.int64(i), todo, todo_f, np.int64(n_todo), frame, state, lay, scale, lut,
+                                          rule, policy, feedback, out, cache)

@@ -1,18 +1,36 @@
 """Jitted frame loops: one step of every pixel's learner, ``prange`` over rows.
 
-State is structure-of-arrays over the image:
+State is structure-of-arrays over the image, passed to the kernels as one tuple
+``state = (samples, coef, ring, rho)``:
 
 - ``samples`` : uint8 ``(H, W, B, C)`` support vectors (pixel values);
 - ``coef`` : float32 ``(H, W, B)`` stored coefficients;
 - ``ring`` : int64 ``(H, W, 2)`` ``[start, count]`` of each pixel's ring buffer;
 - ``rho`` : float64 ``(H, W)`` offsets;
-- ``scale`` : one float shared by all pixels (see :mod:`learners.expansion`).
-- ``tlam, tframe, tsamples`` (olkn's texture features, optional; ``texture`` inside): the weight, the
-  frame's LBSP words uint16 ``(H, W, C)`` and every sample's uint16 ``(H, W, B, C)``, slot for slot
-  with ``samples`` (:func:`_sum_at`, :func:`_store_texture`; ``lam = 0``: off); ``tinter, tpattern,
-  tthr``: the inter-frame descriptor (olkn's ``texture_mode="inter"``): the frame's 16 pattern points
-  uint8 ``(H, W, C, 16)`` and the thresholds by centre value uint8 ``(256,)``
-  (:func:`bgsub.models._texture.patterns`, :func:`bgsub.models._texture.thresholds`).
+
+with ``scale``, one float shared by all pixels (see :mod:`learners.expansion`), and ``lut``, the
+Gaussian table. The other groups of arguments are tuples too (built by
+:mod:`bgsub.models._state`):
+
+- ``rule``: olkn's ``(r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi)``, norma's ``(eta, lam, nu)``;
+- ``policy = (p_bg, p_fg, p_diff, radius, seed, frame_no)``: the update policy's probabilities (out of
+  :data:`PROB_ONE`), the diffusion's radius and the draws' seed and frame;
+- ``feedback = (blink, prev, post, gain, up, down)``: the blink accumulators float32 ``(H, W)``, the
+  previous raw and output masks uint8 ``(H, W)`` and the feedback's constants (:func:`_emit`);
+- ``out = (score, mask, stepped)``: float32 ``(H, W)``, uint8 ``(H, W)``, int64 ``(H,)`` outputs;
+- ``texture = (lam, tframe, tsamples, inter, tpattern, tthr)`` (the texture features; ``None``: off, and
+  the kernels are compiled without their code): the weight, the frame's LBSP words uint16 ``(H, W, C)``
+  and every sample's uint16 ``(H, W, B, C)``, slot for slot with ``samples`` (:func:`_sum_at`,
+  :func:`_store_texture`); ``inter, tpattern, tthr``: the inter-frame descriptor (olkn's
+  ``texture_mode="inter"``): the frame's 16 pattern points uint8 ``(H, W, C, 16)`` and the thresholds by
+  centre value uint8 ``(256,)`` (:func:`bgsub.models._texture.patterns`,
+  :func:`bgsub.models._texture.thresholds`).
+
+Plain tuples, not named ones: numba types a namedtuple argument in Python on every call (about 3 us
+each, measured), a plain tuple in its C fast path. The kernels take an array out of a tuple by index
+(``state[3]``), never by unpacking (``a, b = out``): numba 0.68's parallel loops drop the writes to an
+array unpacked from an argument tuple as dead code (its alias analysis does not follow the unpacking),
+while it follows the index. Scalars and the views built in the loops may be unpacked.
 
 A frame is one parallel region (:func:`olkn_frame`, :func:`norma_frame`): every
 pixel evaluates ``f_t(x)`` with :func:`learners.expansion.expansion_sum` (the
@@ -126,7 +144,10 @@ def _sum_at(x, sv, cf, rg, lut, texture, value_at, model_at):
     :func:`learners.expansion.expansion_sum_texture` over the frame's descriptor at ``value_at``
     (uint16 (H, W, C)) and ``model_at``'s sample descriptors (uint16 (H, W, B, C)); with ``inter``,
     :func:`learners.expansion.expansion_sum_inter_texture` over the frame's pattern points at ``value_at``
-    (uint8 (H, W, C, 16)), each sample's descriptor recomputed around the sample's centre."""
+    (uint8 (H, W, C, 16)), each sample's descriptor recomputed around the sample's centre. ``texture = None``
+    (off) compiles the kernels without the texture code (numba prunes the branch)."""
+    if texture is None:
+        return expansion_sum(x, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
     lam = texture[0]
     if lam > 0.0:
         tframe = texture[1]
@@ -146,6 +167,8 @@ def _sum_at(x, sv, cf, rg, lut, texture, value_at, model_at):
 def _store_texture(texture, value_at, model_at, rg, B):
     """After pixel ``model_at`` stored a term (the newest slot of ``rg``) on the value of the frame's pixel
     ``value_at``: that value's descriptor into the slot's sample descriptor (texture on, see :func:`_sum_at`)."""
+    if texture is None:
+        return
     if texture[0] > 0.0:
         tframe = texture[1]
         tsamples = texture[2]
@@ -158,11 +181,24 @@ def _store_texture(texture, value_at, model_at, rg, B):
 
 
 @njit(cache=True, inline="always")
-def _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale, texture):
+def _layout(frame, state):
+    """:func:`_expansion_layout` of a frame and the per-pixel ``state`` (module docstring)."""
+    return _expansion_layout(frame, state[0], state[1], state[2])
+
+
+@njit(cache=True, inline="always")
+def _views(state, lay, p):
+    """Pixel ``p``'s expansion ``(sv, cf, rg)`` (:func:`_expansion_views`) under the layout ``lay``
+    (:func:`_layout`)."""
+    return _expansion_views(state[0], state[1], state[2], lay[5], lay[6], lay[7], p, lay[2], lay[3])
+
+
+@njit(cache=True, inline="always")
+def _pixel_sum(frame, state, lay, p, lut, scale, texture):
     """Pixel ``p``'s value ``x``, its expansion's views ``sv, cf, rg``, ``f = f_t(x)`` and the true share
     of the term a full buffer evicts (``texture``: :func:`_sum_at`)."""
-    x = _vec(frame, fb, p, nc)
-    sv, cf, rg = _expansion_views(samples, coef, ring, sb, cb, rb, p, B, nc)
+    x = _vec(frame, lay[4], p, lay[3])
+    sv, cf, rg = _views(state, lay, p)
     total, oldest = _sum_at(x, sv, cf, rg, lut, texture, p, p)
     return x, sv, cf, rg, scale * total, scale * oldest
 
@@ -172,14 +208,19 @@ EARLY_MARGIN = 1e-9
 
 
 @njit(cache=True, inline="always")
-def _textured_sum_until(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale, texture, limit):
+def _textured_sum_until(frame, state, lay, p, lut, scale, texture, limit):
     """:func:`_pixel_sum` of pixel ``p`` under texture features (full buffer, table width), stopping once
     ``f`` reaches ``limit``: every term is non-negative, so the rest can only raise it. Returns
     ``(x, sv, cf, rg, f, oldest, stopped)``; a pixel that stopped reports its partial ``f`` (at least
     ``limit``) and ``oldest = 0``, one that did not the full sum's ``f`` and ``oldest`` as
     :func:`_pixel_sum` computes them (bit for bit: the sum is done again by the same function)."""
-    x = _vec(frame, fb, p, nc)
-    sv, cf, rg = _expansion_views(samples, coef, ring, sb, cb, rb, p, B, nc)
+    if texture is None:  # (never stops: no texture, no early stop)
+        x, sv, cf, rg, f, oldest = _pixel_sum(frame, state, lay, p, lut, scale, texture)
+        return x, sv, cf, rg, f, oldest, False
+    B = lay[2]
+    nc = lay[3]
+    x = _vec(frame, lay[4], p, nc)
+    sv, cf, rg = _views(state, lay, p)
     lam = texture[0]
     tsamples = texture[2]
     tsv = _mat(tsamples, tsamples.ctypes.data, p, B, nc)
@@ -198,45 +239,50 @@ def _textured_sum_until(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lu
 
 
 @njit(cache=True, inline="always")
-def _level(level, blink, i, j, gain):
-    """The pixel's decision level, lowered where its decisions blink (:func:`learners.steps.feedback_level`)."""
+def _level(level, feedback, i, j):
+    """The pixel's decision level, lowered where its decisions blink (:func:`learners.steps.feedback_level`;
+    ``feedback``: module docstring)."""
+    gain = feedback[3]
     if gain > 0.0:
-        return feedback_level(level, np.float64(blink[i, j]), gain)
+        return feedback_level(level, np.float64(feedback[0][i, j]), gain)
     return level
 
 
 @njit(cache=True, inline="always")
-def _emit(sc, blink, prev, post, i, j, gain, up, down, score, mask):
+def _emit(sc, feedback, i, j, score, mask):
     """Write score ``sc`` and the raw mask of pixel ``(i, j)``; move its blink accumulator
     (:func:`learners.steps.blink_accumulate`). A flip is a decision that differs from ``prev`` (the
     previous raw mask) where ``post`` (the previous output mask) is background: as in SuBSENSE, the
     edges of detected objects do not count as blinking. Returns whether the pixel is foreground."""
-    return _emit_where(True, sc, blink, prev, post, i, j, gain, up, down, score, mask)
+    return _emit_where(True, sc, feedback, i, j, score, mask)
 
 
 @njit(cache=True, inline="always")
-def _emit_where(ok, sc, blink, prev, post, i, j, gain, up, down, score, mask):
+def _emit_where(ok, sc, feedback, i, j, score, mask):
     """:func:`_emit` where ``ok``; elsewhere the pixel's score, mask and accumulator stay. Written with selects,
     not branches, so that a loop over a row vectorises. Returns whether ``sc`` is foreground."""
+    blink = feedback[0]  # (indexed, not unpacked: see the module docstring)
+    gain = feedback[3]
+    up = feedback[4]
+    down = feedback[5]
     fg = sc > 0.0
     score[i, j] = sc if ok else score[i, j]
     mask[i, j] = (255 if fg else 0) if ok else mask[i, j]
     if gain > 0.0 and (up > 0.0 or down > 0.0):
-        flipped = (fg != (prev[i, j] != 0)) & (post[i, j] == 0)
+        flipped = (fg != (feedback[1][i, j] != 0)) & (feedback[2][i, j] == 0)
         v = blink_accumulate(np.float64(blink[i, j]), flipped, up, down)
         blink[i, j] = v if ok else blink[i, j]
     return fg
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_out, oldest_out, mask, own, blink,
-                prev, post, gain, up, down, tlam, tframe, tsamples, tinter, tpattern, tthr):
+def score_frame(frame, state, scale, lut, offset, score, f_out, oldest_out, mask, own, feedback, texture):
     """Evaluate every pixel's expansion at the new frame (no learning: the state is read only).
 
     Parameters
     ----------
     frame : uint8 (H, W, C)
-    samples, coef, ring, rho : model state (see module docstring)
+    state : the per-pixel state ``(samples, coef, ring, rho)`` (module docstring)
     scale : float
         Global coefficient scale in force.
     lut : float32 (n,)
@@ -252,28 +298,24 @@ def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_ou
     own : uint8 (H, W)
         Output: the pixel's own decision, 255 where ``offset + rho - f > 0`` (without the blink
         feedback, which changes only the output: the update policy reads this).
-    blink : float32 (H, W)
+    feedback : ``(blink, prev, post, gain, up, down)``
         Blinking accumulators: lower the decision level by ``gain`` (0: off) and, with
         ``up``/``down`` > 0, move by the flips against ``prev`` (the previous raw mask)
         outside ``post`` (the previous output mask), see :func:`_emit`.
-    tlam, tframe, tsamples, tinter, tpattern, tthr : float, uint16 (H, W, C), uint16 (H, W, B, C), bool,
-    uint8 (H, W, C, 16), uint8 (256,)
-        Texture features (:func:`_sum_at`'s ``texture``; ``tlam = 0``: off). Separate arguments, not a
-        tuple: a tuple of arrays passed in from Python leaked 200 bytes a call (measured).
+    texture : ``(lam, tframe, tsamples, inter, tpattern, tthr)``
+        Texture features (:func:`_sum_at`; ``None``: off).
     """
-    texture = (tlam, tframe, tsamples, tinter, tpattern, tthr)  # one argument for the helpers (:func:`_sum_at`)
-    H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
-    for i in prange(H):
+    lay = _layout(frame, state)
+    W = lay[1]
+    for i in prange(lay[0]):
         for j in range(W):
-            p = i * W + j
-            x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale,
-                                                  texture)
+            x, sv, cf, rg, f, oldest = _pixel_sum(frame, state, lay, i * W + j, lut, scale, texture)
             f_out[i, j] = f
             oldest_out[i, j] = oldest
-            level = offset + rho[i, j]
+            level = offset + state[3][i, j]
             own[i, j] = 255 if level - f > 0.0 else 0
-            sc = _level(level, blink, i, j, gain) - f
-            _emit(sc, blink, prev, post, i, j, gain, up, down, score, mask)
+            sc = _level(level, feedback, i, j) - f
+            _emit(sc, feedback, i, j, score, mask)
 
 
 @njit(cache=True, inline="always")
@@ -386,13 +428,15 @@ def _diffusion_neighbour(nbr_mask, i, j, H, W, radius, seed, frame_no, index):
 
 
 @njit(cache=True, inline="always")
-def _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p_diff, radius, seed, frame_no,
-                     texture):
-    """The neighbour value pixel ``p`` learns this frame (:func:`_diffusion_source`) with ``f`` and the evicted
-    term's share of the pixel's expansion at it: ``(q, x_q, f, f_oldest)``, ``q = -1`` when none is drawn
-    (with ``texture``, the neighbour's descriptor counts: :func:`_sum_at`)."""
-    q = _diffusion_source(nbr_mask, i, j, frame.shape[0], frame.shape[1], radius, p_diff, seed, frame_no, p)
-    xq = _vec(frame, fb, max(q, 0), nc)
+def _neighbour_value(frame, lay, nbr_mask, pix, view, lut, scale, policy, texture):
+    """The neighbour value pixel ``pix = (i, j, p)`` learns this frame (:func:`_diffusion_source`) with ``f`` and
+    the evicted term's share of its expansion ``view = (sv, cf, rg)`` at it: ``(q, x_q, f, f_oldest)``,
+    ``q = -1`` when none is drawn (with ``texture``, the neighbour's descriptor counts: :func:`_sum_at`)."""
+    i, j, p = pix
+    sv, cf, rg = view
+    _, _, p_diff, radius, seed, frame_no = policy
+    q = _diffusion_source(nbr_mask, i, j, lay[0], lay[1], radius, p_diff, seed, frame_no, p)
+    xq = _vec(frame, lay[4], max(q, 0), lay[3])
     if q < 0:
         return q, xq, 0.0, 0.0
     total, oldest = _sum_at(xq, sv, cf, rg, lut, texture, q, p)
@@ -400,87 +444,101 @@ def _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p
 
 
 @njit(cache=True, inline="always")
-def _olkn_step(selected, x, f, f_oldest, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, r, nu, C, rho0,
-               rho_rule, p_diff, radius, seed, frame_no, texture):
-    """OLK_N step of pixel ``p``: on its own value ``x`` when the policy ``selected`` it, else, if drawn, on a
-    background neighbour's value (:func:`_neighbour_value`); with ``texture`` the new
-    sample keeps the value's descriptor (:func:`_store_texture`). Returns ``(stepped, rho)``."""
-    at = p
-    if not selected:
-        q, x, f, f_oldest = _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p_diff,
-                                             radius, seed, frame_no, texture)
-        if q < 0:
-            return False, rho0
-        at = q
-    a, new_rho = _olk_n_update(x, f, f_oldest, sv, cf, rg, scale, r, nu, C, rho0, rho_rule, 1.0, 0.0)
-    _store_texture(texture, at, p, rg, sv.shape[0])
+def _olkn_update(x, f, f_oldest, view, scale, rule, rho0):
+    """:func:`learners.steps.olk_n_update` of the expansion ``view = (sv, cf, rg)`` under olkn's ``rule``
+    (module docstring). Returns ``(a, rho)``."""
+    sv, cf, rg = view
+    return _olk_n_update(x, f, f_oldest, sv, cf, rg, scale, rule[0], rule[1], rule[2], rho0, rule[3], 1.0, 0.0)
+
+
+@njit(cache=True, inline="always")
+def _quantile_rho(f, rho0, rule):
+    """:func:`learners.steps.olk_n_quantile_rho` under olkn's ``rule``."""
+    return olk_n_quantile_rho(f, rho0, rule[4], rule[5], rule[6], rule[7])
+
+
+@njit(cache=True, inline="always")
+def _step_value(selected, x, f, f_oldest, frame, lay, nbr_mask, pix, view, lut, scale, policy, texture):
+    """The value pixel ``pix = (i, j, p)`` learns this frame: its own ``x`` (with ``f`` and ``f_oldest``) when the
+    policy ``selected`` it, else, if drawn, a background neighbour's (:func:`_neighbour_value`). Returns
+    ``(at, x, f, f_oldest)``, ``at`` the flat index of the value's pixel, -1 when there is none."""
+    if selected:
+        return pix[2], x, f, f_oldest
+    return _neighbour_value(frame, lay, nbr_mask, pix, view, lut, scale, policy, texture)
+
+
+@njit(cache=True, inline="always")
+def _olkn_step(selected, x, f, f_oldest, frame, lay, nbr_mask, pix, view, lut, scale, rule, rho0, policy, texture):
+    """OLK_N step of pixel ``pix`` on the value of :func:`_step_value`; with ``texture`` the new sample keeps the
+    value's descriptor (:func:`_store_texture`). Returns ``(stepped, rho)``."""
+    at, x, f, f_oldest = _step_value(selected, x, f, f_oldest, frame, lay, nbr_mask, pix, view, lut, scale, policy,
+                                     texture)
+    if at < 0:
+        return False, rho0
+    a, new_rho = _olkn_update(x, f, f_oldest, view, scale, rule, rho0)
+    _store_texture(texture, at, pix[2], view[2], lay[2])
     return True, new_rho
 
 
 @njit(cache=True, inline="always")
-def _norma_step(selected, x, f, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, eta, lam, nu, rho0, p_diff,
-                radius, seed, frame_no, texture):
-    """nu-NORMA step of pixel ``p`` (see :func:`_olkn_step`; a term is stored only when ``alpha != 0``).
-    Returns ``(stepped, rho)``."""
-    at = p
-    if not selected:
-        q, x, f, _ = _neighbour_value(frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, p_diff, radius, seed,
-                                      frame_no, texture)
-        if q < 0:
-            return False, rho0
-        at = q
-    alpha, new_rho = _norma_novelty_update(x, f, sv, cf, rg, scale, eta, lam, nu, rho0, 0.0)
+def _norma_step(selected, x, f, frame, lay, nbr_mask, pix, view, lut, scale, rule, rho0, policy, texture):
+    """nu-NORMA step of pixel ``pix`` under ``rule = (eta, lam, nu)`` (see :func:`_olkn_step`; a term is stored
+    only when ``alpha != 0``). Returns ``(stepped, rho)``."""
+    at, x, f, _ = _step_value(selected, x, f, 0.0, frame, lay, nbr_mask, pix, view, lut, scale, policy, texture)
+    if at < 0:
+        return False, rho0
+    alpha, new_rho = _norma_novelty_update(x, f, view[0], view[1], view[2], scale, rule[0], rule[1], rule[2], rho0,
+                                           0.0)
     if alpha != 0.0:
-        _store_texture(texture, at, p, rg, sv.shape[0])
+        _store_texture(texture, at, pix[2], view[2], lay[2])
     return True, new_rho
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi,
-               p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask, stepped, blink, post,
-               gain, up, down, tlam, tframe, tsamples, tinter, tpattern, tthr, early):
+def olkn_frame(frame, state, scale, lut, rule, policy, feedback, out, texture, early):
     """One OLK_N frame in one pass: score every pixel, then step the selected ones.
 
     Equivalent to :func:`score_frame` (``offset = 1``) followed by
     :func:`olkn_update_frame` with the raw mask, in a single parallel region (one
     thread wake-up per frame instead of two, each pixel's state read once).
-    Under ``rho_rule == RHO_QUANTILE`` every pixel's offset moves by
+    Under the quantile offset rule every pixel's offset moves by
     :func:`learners.steps.olk_n_quantile_rho` at every frame. A pixel the policy
     does not select may learn a neighbour's value instead (:func:`_diffusion_source`,
-    ``nbr_mask`` = the previous frame's raw mask). ``stepped[i]`` receives the
-    number of pixels of row ``i`` that stepped.
-    ``gain > 0`` lowers the decision level of blinking pixels (``blink``, moved by
-    ``up``/``down`` against ``nbr_mask``, as in :func:`score_frame`).
+    the neighbours classified by ``feedback``'s ``prev``, the previous frame's raw mask).
+    ``out = (score, mask, stepped)``: ``stepped[i]`` receives the number of pixels of row ``i`` that stepped.
+    ``feedback``'s ``gain > 0`` lowers the decision level of blinking pixels (as in :func:`score_frame`).
     ``texture`` (:func:`_sum_at`): the product kernel of colour and texture; every stored sample keeps
     its value's descriptor (:func:`_store_texture`).
-    ``early`` (texture features at the table's width, any offset rule but eq. 68): a pixel with a full
+    ``early`` (texture features at the table's width): a pixel with a full
     buffer stops its textured sum once ``f`` passes both its decision level and the point where the
     multiplier saturates at ``nu`` (:func:`_textured_sum_until`): its decisions, offset and step are the
     full sum's, its score ``level - f`` is of the same sign and no lower.
     """
-    texture = (tlam, tframe, tsamples, tinter, tpattern, tthr)  # one argument for the helpers (:func:`_sum_at`)
-    H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
-    a_hi = 1.0 + r - nu  # f >= a_hi: a = nu
-    for i in prange(H):
+    ring, rho, nbr_mask = state[2], state[3], feedback[1]  # (by index: module docstring)
+    score, mask, stepped = out[0], out[1], out[2]
+    lay = _layout(frame, state)
+    W, B = lay[1], lay[2]
+    p_bg, p_fg, _, _, seed, frame_no = policy
+    quantile = rule[3] == RHO_QUANTILE
+    a_hi = 1.0 + rule[0] - rule[1]  # f >= a_hi: a = nu
+    for i in prange(lay[0]):
         n = 0
         for j in range(W):
             p = i * W + j
             rho0 = rho[i, j]
             if early and ring[i, j, 1] == B:
-                x, sv, cf, rg, f, oldest, _ = _textured_sum_until(
-                    frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale, texture,
-                    max(1.0 + rho0, a_hi) + EARLY_MARGIN)
+                x, sv, cf, rg, f, oldest, _ = _textured_sum_until(frame, state, lay, p, lut, scale, texture,
+                                                                  max(1.0 + rho0, a_hi) + EARLY_MARGIN)
             else:
-                x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut,
-                                                      scale, texture)
-            _emit(_level(1.0 + rho0, blink, i, j, gain) - f, blink, nbr_mask, post, i, j, gain, up, down, score, mask)
+                x, sv, cf, rg, f, oldest = _pixel_sum(frame, state, lay, p, lut, scale, texture)
+            _emit(_level(1.0 + rho0, feedback, i, j) - f, feedback, i, j, score, mask)
             fg = 1.0 + rho0 - f > 0.0  # the policy reads the pixel's own decision, without the feedback
-            if rho_rule == RHO_QUANTILE:
-                rho0 = olk_n_quantile_rho(f, rho0, rho_eta, rho_nu, rho_lo, rho_hi)
+            if quantile:
+                rho0 = _quantile_rho(f, rho0, rule)
                 rho[i, j] = rho0
             sel = _selected(fg, rg[1], B, p_bg, p_fg, seed, frame_no, p)
-            done, new_rho = _olkn_step(sel, x, f, oldest, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, r,
-                                       nu, C, rho0, rho_rule, p_diff, radius, seed, frame_no, texture)
+            done, new_rho = _olkn_step(sel, x, f, oldest, frame, lay, nbr_mask, (i, j, p), (sv, cf, rg), lut, scale,
+                                       rule, rho0, policy, texture)
             if done:
                 rho[i, j] = new_rho
                 n += 1
@@ -488,25 +546,24 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg, p_fg, p_diff, radius, seed,
-                frame_no, score, mask, nbr_mask, stepped, blink, post, gain, up, down,
-                tlam, tframe, tsamples, tinter, tpattern, tthr):
+def norma_frame(frame, state, scale, lut, rule, policy, feedback, out, texture):
     """One nu-NORMA frame in one pass (score ``rho - f``, then the selected pixels step;
-    neighbour diffusion as in :func:`olkn_frame`)."""
-    texture = (tlam, tframe, tsamples, tinter, tpattern, tthr)  # one argument for the helpers (:func:`_sum_at`)
-    H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
-    for i in prange(H):
+    neighbour diffusion as in :func:`olkn_frame`); ``rule = (eta, lam, nu)``."""
+    rho, nbr_mask, lay = state[3], feedback[1], _layout(frame, state)
+    score, mask, stepped = out[0], out[1], out[2]
+    p_bg, p_fg, _, _, seed, frame_no = policy
+    W = lay[1]
+    for i in prange(lay[0]):
         n = 0
         for j in range(W):
             p = i * W + j
-            x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, fb, sb, cb, rb, p, B, nc, lut, scale,
-                                                  texture)
+            x, sv, cf, rg, f, oldest = _pixel_sum(frame, state, lay, p, lut, scale, texture)
             rho0 = rho[i, j]
-            _emit(_level(rho0, blink, i, j, gain) - f, blink, nbr_mask, post, i, j, gain, up, down, score, mask)
+            _emit(_level(rho0, feedback, i, j) - f, feedback, i, j, score, mask)
             fg = rho0 - f > 0.0  # the policy reads the pixel's own decision, without the feedback
             sel = _selected(fg, 1 if rg[1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p)
-            done, new_rho = _norma_step(sel, x, f, frame, fb, nc, nbr_mask, i, j, p, sv, cf, rg, lut, scale, eta, lam,
-                                        nu, rho0, p_diff, radius, seed, frame_no, texture)
+            done, new_rho = _norma_step(sel, x, f, frame, lay, nbr_mask, (i, j, p), (sv, cf, rg), lut, scale, rule,
+                                        rho0, policy, texture)
             if done:
                 rho[i, j] = new_rho
                 n += 1
@@ -525,45 +582,57 @@ def _bootstrap_source(dy, dx, b, i, j, H, W):
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def olkn_bootstrap(frame, dy, dx, samples, coef, ring, rho, scales, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo,
-                   rho_hi, score, mask, blink, post, gain, up, down):
+def olkn_bootstrap(frame, dy, dx, state, scales, lut, rule, score, mask, feedback):
     """The first-frame bootstrap of olkn (``init="neighbours"``) pixel by pixel: ``len(scales)`` learner
     steps of every pixel, step ``b`` on the value at :func:`_bootstrap_source` under the global scale
     ``scales[b]``.
 
     The same as ``len(scales)`` calls of :func:`olkn_frame`, call ``b`` on the frame of those values with
-    every pixel selected, no diffusion, ``mask`` as both the raw mask written and the previous one read,
-    and the scale advanced between calls (the scales must not cross a renormalisation): the same
-    arithmetic in the same order for each pixel, so the same bits. Run pixel by pixel, each pixel's
-    state stays in cache through its steps instead of being read from memory once per step, and no
-    frame of neighbour values is gathered (a 1920x1080 bootstrap: 1.4 s instead of 2.4 s). No texture (the
-    driver runs the frames there).
+    every pixel selected, no diffusion, ``mask`` as both the raw mask written and the previous one read
+    (``feedback``'s ``prev``), and the scale advanced between calls (the scales must not cross a
+    renormalisation): the same arithmetic in the same order for each pixel, so the same bits. Run pixel by
+    pixel, each pixel's state stays in cache through its steps instead of being read from memory once per
+    step, and no frame of neighbour values is gathered (a 1920x1080 bootstrap: 1.4 s instead of 2.4 s). No
+    texture (the driver runs the frames there). Each row is :func:`_bootstrap_row`.
     """
-    H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
+    lay = _layout(frame, state)
+    for i in prange(lay[0]):
+        _bootstrap_row(np.int64(i), frame, dy, dx, state, lay, scales, lut, rule, score, mask, feedback)  # (int64: see
+        # :func:`bgsub.models._bounded_frame.olkn_frame_bounded`)
+
+
+@njit(cache=True, fastmath=True, nogil=True)
+def _bootstrap_row(i, frame, dy, dx, state, lay, scales, lut, rule, score, mask, feedback):
+    """Row ``i`` of :func:`olkn_bootstrap`: a function of its own, not inlined into the parallel loop, which
+    numba then compiles in a fraction of the time (its parallel passes grow fast with the loop's size; the row's
+    steps branch and do not vectorise, so the call costs nothing measurable)."""
+    rho = state[3]
+    H = lay[0]
+    W = lay[1]
+    nc = lay[3]
+    fb = lay[4]
+    quantile = rule[3] == RHO_QUANTILE
     steps = scales.shape[0]
-    for i in prange(H):
-        for j in range(W):
-            p = i * W + j
-            sv, cf, rg = _expansion_views(samples, coef, ring, sb, cb, rb, p, B, nc)
-            for b in range(steps):
-                scale = scales[b]
-                x = _vec(frame, fb, _bootstrap_source(dy, dx, b, i, j, H, W), nc)
-                total, oldest = expansion_sum(x, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
-                f = scale * total
-                oldest = scale * oldest
-                rho0 = rho[i, j]
-                _emit(_level(1.0 + rho0, blink, i, j, gain) - f, blink, mask, post, i, j, gain, up, down, score, mask)
-                if rho_rule == RHO_QUANTILE:
-                    rho0 = olk_n_quantile_rho(f, rho0, rho_eta, rho_nu, rho_lo, rho_hi)
-                    rho[i, j] = rho0
-                _, new_rho = _olk_n_update(x, f, oldest, sv, cf, rg, scale, r, nu, C, rho0, rho_rule, 1.0, 0.0)
-                rho[i, j] = new_rho
+    for j in range(W):
+        p = i * W + j
+        sv, cf, rg = _views(state, lay, p)
+        for b in range(steps):
+            scale = scales[b]
+            x = _vec(frame, fb, _bootstrap_source(dy, dx, b, i, j, H, W), nc)
+            total, oldest = expansion_sum(x, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+            f = scale * total
+            oldest = scale * oldest
+            rho0 = rho[i, j]
+            _emit(_level(1.0 + rho0, feedback, i, j) - f, feedback, i, j, score, mask)
+            if quantile:
+                rho0 = _quantile_rho(f, rho0, rule)
+                rho[i, j] = rho0
+            _, new_rho = _olkn_update(x, f, oldest, (sv, cf, rg), scale, rule, rho0)
+            rho[i, j] = new_rho
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo,
-                      rho_hi, f_in, oldest_in, mask, p_bg, p_fg, p_diff, radius, seed, frame_no,
-                      stepped, blink, tlam, tframe, tsamples, tinter, tpattern, tthr):
+def olkn_update_frame(frame, state, scale, lut, rule, f_in, oldest_in, mask, policy, stepped, texture):
     """OLK_N update at the pixels selected by an external ``mask`` (second pass after :func:`score_frame`).
 
     Used when the policy follows the post-processed mask (``update_mask="post"``);
@@ -571,21 +640,22 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho
     offset rule, neighbour diffusion (neighbours classified by ``mask``) and the
     same :func:`learners.steps.olk_n_update` as :func:`olkn_frame`.
     """
-    texture = (tlam, tframe, tsamples, tinter, tpattern, tthr)  # one argument for the helpers (:func:`_sum_at`)
-    H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
-    for i in prange(H):
+    lay = _layout(frame, state)
+    rho, W, B = state[3], lay[1], lay[2]
+    p_bg, p_fg, _, _, seed, frame_no = policy
+    quantile = rule[3] == RHO_QUANTILE
+    for i in prange(lay[0]):
         n = 0
         for j in range(W):
             p = i * W + j
             rho0 = rho[i, j]
-            sv, cf, rg = _expansion_views(samples, coef, ring, sb, cb, rb, p, B, nc)
-            if rho_rule == RHO_QUANTILE:
-                rho0 = olk_n_quantile_rho(f_in[i, j], rho0, rho_eta, rho_nu, rho_lo, rho_hi)
+            sv, cf, rg = _views(state, lay, p)
+            if quantile:
+                rho0 = _quantile_rho(f_in[i, j], rho0, rule)
                 rho[i, j] = rho0
             sel = _selected(mask[i, j] != 0, rg[1], B, p_bg, p_fg, seed, frame_no, p)
-            done, new_rho = _olkn_step(sel, _vec(frame, fb, p, nc), f_in[i, j], oldest_in[i, j], frame, fb, nc, mask,
-                                       i, j, p, sv, cf, rg, lut, scale, r, nu, C, rho0, rho_rule, p_diff, radius,
-                                       seed, frame_no, texture)
+            done, new_rho = _olkn_step(sel, _vec(frame, lay[4], p, lay[3]), f_in[i, j], oldest_in[i, j], frame, lay,
+                                       mask, (i, j, p), (sv, cf, rg), lut, scale, rule, rho0, policy, texture)
             if done:
                 rho[i, j] = new_rho
                 n += 1
@@ -593,31 +663,32 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def norma_update_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, f_in, mask, p_bg, p_fg, p_diff,
-                       radius, seed, frame_no, stepped, tlam, tframe, tsamples, tinter, tpattern, tthr):
+def norma_update_frame(frame, state, scale, lut, rule, f_in, mask, policy, stepped, texture):
     """nu-NORMA update at the pixels selected by an external ``mask`` (see :func:`olkn_update_frame`)."""
-    texture = (tlam, tframe, tsamples, tinter, tpattern, tthr)  # one argument for the helpers (:func:`_sum_at`)
-    H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
-    for i in prange(H):
+    p_bg, p_fg, _, _, seed, frame_no = policy
+    lay = _layout(frame, state)
+    W = lay[1]
+    for i in prange(lay[0]):
         n = 0
         for j in range(W):
             p = i * W + j
-            sv, cf, rg = _expansion_views(samples, coef, ring, sb, cb, rb, p, B, nc)
+            sv, cf, rg = _views(state, lay, p)
             sel = _selected(mask[i, j] != 0, 1 if rg[1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p)
-            done, new_rho = _norma_step(sel, _vec(frame, fb, p, nc), f_in[i, j], frame, fb, nc, mask, i, j, p, sv, cf,
-                                        rg, lut, scale, eta, lam, nu, rho[i, j], p_diff, radius, seed, frame_no,
-                                        texture)
+            done, new_rho = _norma_step(sel, _vec(frame, lay[4], p, lay[3]), f_in[i, j], frame, lay, mask,
+                                        (i, j, p), (sv, cf, rg), lut, scale, rule, state[3][i, j], policy, texture)
             if done:
-                rho[i, j] = new_rho
+                state[3][i, j] = new_rho
                 n += 1
         stepped[i] = n
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def push_frame(frame, samples, coef, ring, value, tlam, tframe, tsamples, tinter, tpattern, tthr):
+def push_frame(frame, state, value, texture):
     """Append ``frame[i, j]`` with stored coefficient ``value`` to every pixel's expansion; with texture
-    (``tlam > 0``) the new sample keeps the value's descriptor ``tframe[i, j]`` (:func:`_store_texture`)."""
-    texture = (tlam, tframe, tsamples, tinter, tpattern, tthr)  # one argument for the helpers (:func:`_sum_at`)
+    (``lam > 0``) the new sample keeps the value's descriptor ``tframe[i, j]`` (:func:`_store_texture`)."""
+    samples = state[0]
+    coef = state[1]
+    ring = state[2]
     H = frame.shape[0]
     W = frame.shape[1]
     B = samples.shape[2]
@@ -628,20 +699,34 @@ def push_frame(frame, samples, coef, ring, value, tlam, tframe, tsamples, tinter
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def push_bootstrap(frame, dy, dx, samples, coef, ring, values):
+def push_bootstrap(frame, dy, dx, state, values):
     """:func:`push_frame` of every bootstrap step in one pass, pixel by pixel: step ``b`` appends the value
     at :func:`_bootstrap_source` with stored coefficient ``values[b]`` (no texture)."""
-    H, W, B, nc, fb, sb, cb, rb = _expansion_layout(frame, samples, coef, ring)
+    lay = _layout(frame, state)
+    H = lay[0]
+    W = lay[1]
     for i in prange(H):
         for j in range(W):
-            p = i * W + j
-            sv, cf, rg = _expansion_views(samples, coef, ring, sb, cb, rb, p, B, nc)
+            sv, cf, rg = _views(state, lay, i * W + j)
             for b in range(values.shape[0]):
-                expansion_push(_vec(frame, fb, _bootstrap_source(dy, dx, b, i, j, H, W), nc), values[b], sv, cf, rg)
+                expansion_push(_vec(frame, lay[4], _bootstrap_source(dy, dx, b, i, j, H, W), lay[3]), values[b], sv,
+                               cf, rg)
+
+
+@njit(cache=True, inline="always")
+def _leave_in_sum(sv, cf, rg, slot, p, lut, texture):
+    """Unscaled ``f`` of pixel ``p``'s expansion at its own sample ``slot``, the sample's term included (with
+    ``texture`` on, each sample with its own descriptor)."""
+    if texture is None:
+        return expansion_sum(sv[slot], sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)[0]
+    if texture[0] > 0.0:
+        tsv = _mat(texture[2], texture[2].ctypes.data, p, sv.shape[0], sv.shape[1])
+        return expansion_sum_texture(sv[slot], tsv[slot], sv, tsv, cf, rg, texture[0], 1.0, lut)[0]
+    return expansion_sum(sv[slot], sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)[0]
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho, tlam, tframe, tsamples, tinter, tpattern, tthr):
+def quantile_offsets(state, scale, lut, q, shift, lo, hi, texture):
     """Set each pixel's ``rho`` to the ``q``-quantile of its leave-one-out ``f`` over its own samples,
     minus ``shift``, clipped to ``[lo, hi]``.
 
@@ -651,14 +736,11 @@ def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho, tla
     nu-NORMA's ``rho - f`` (``shift = 0``) or OLK_N's ``1 + rho - f`` (``shift = 1``).
     Used by the first-frame bootstrap. ``texture`` (:func:`_sum_at`): each sample with its own descriptor.
     """
-    texture = (tlam, tframe, tsamples, tinter, tpattern, tthr)  # one argument for the helpers (:func:`_sum_at`)
-    H = samples.shape[0]
-    W = samples.shape[1]
-    B = samples.shape[2]
-    nc = samples.shape[3]
-    sb = samples.ctypes.data
-    cb = coef.ctypes.data
-    rb = ring.ctypes.data
+    samples = state[0]
+    ring = state[2]
+    rho = state[3]
+    H, W, B, nc = samples.shape
+    lay = (H, W, B, nc, 0, samples.ctypes.data, state[1].ctypes.data, ring.ctypes.data)  # :func:`_layout`, no frame
     for i in prange(H):
         vals = np.empty(B, dtype=np.float64)
         for j in range(W):
@@ -666,17 +748,12 @@ def quantile_offsets(samples, coef, ring, scale, lut, q, shift, lo, hi, rho, tla
             count = ring[i, j, 1]
             if count == 0:
                 continue
-            sv, cf, rg = _expansion_views(samples, coef, ring, sb, cb, rb, p, B, nc)
+            sv, cf, rg = _views(state, lay, p)
             for a in range(count):
                 slot = rg[0] + a
                 if slot >= B:
                     slot -= B
-                if texture[0] > 0.0:
-                    tsv = _mat(texture[2], texture[2].ctypes.data, p, B, nc)
-                    total, _ = expansion_sum_texture(sv[slot], tsv[slot], sv, tsv, cf, rg, texture[0],
-                                                     1.0, lut)
-                else:
-                    total, _ = expansion_sum(sv[slot], sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+                total = _leave_in_sum(sv, cf, rg, slot, p, lut, texture)
                 vals[a] = scale * (total - np.float64(cf[slot]) * np.float64(lut[0]))  # leave the sample out
             v = np.sort(vals[:count])
             k = int(q * count)

@@ -17,7 +17,7 @@ import cv2
 import numpy as np
 
 from bgsub.models import _frame_kernels as fk
-from bgsub.models import _illumination, _texture
+from bgsub.models import _illumination, _state, _texture
 from bgsub.models._bootstrap import init_from_neighbours
 from bgsub.models._restore import check_kernel_state, upgrade_feedback_layout, without_removed_params
 from bgsub.models.params import (COMMON_PARAMS, FEEDBACK_PARAMS, REMOVED_CHOICES, REMOVED_PARAMS,  # noqa: F401
@@ -32,9 +32,9 @@ __all__ = ["PixelKernelSubtractor", "COMMON_PARAMS", "FEEDBACK_PARAMS", "TEXTURE
 
 _PROB_ONE = fk.PROB_ONE
 
-#: The texture argument of a model without texture features (:meth:`PixelKernelSubtractor._texture_args`).
-_NO_TEXTURE = (0.0, np.zeros((1, 1, 1), np.uint16), np.zeros((1, 1, 1, 1), np.uint16), False,
-               np.zeros((1, 1, 1, 16), np.uint8), np.zeros(256, np.uint8))
+#: The inter-frame descriptor's arguments of a model with the intra-frame one
+#: (:meth:`PixelKernelSubtractor._texture_args`).
+_NO_PATTERNS = (False, np.zeros((1, 1, 1, 16), np.uint8), np.zeros(256, np.uint8))
 
 #: Neighbourhood of the previous output's foreground in which decision flips do not count as blinking.
 _BLINK_MARGIN = np.ones((5, 5), np.uint8)
@@ -278,24 +278,24 @@ class PixelKernelSubtractor(StagedSubtractor):
     def _score_pass(self, img: np.ndarray, learn: bool) -> None:
         """Score ``img`` without learning (:func:`fk.score_frame`), with the blink feedback; ``learn`` moves the
         blink accumulators."""
-        fk.score_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
-                       self._score_offset, self._score, self._f, self._oldest, self._rawmask, self._own, self.blink_,
-                       self.prev_mask_, *self._blink_args(learn), *self._texture_args())
+        fk.score_frame(img, _state.pixel_state(self), float(self.scale_), self.lut(), float(self._score_offset),
+                       self._score, self._f, self._oldest, self._rawmask, self._own,
+                       _state.feedback(self.blink_, self.prev_mask_, self._blink_args(learn)), self._texture_args())
 
     def _texture_on(self) -> bool:
         """Whether values carry texture descriptors (``texture`` > 0; subclasses with ``TEXTURE_PARAMS``)."""
         return self.params.get("texture", 0.0) > 0.0
 
-    def _texture_args(self) -> tuple:
+    def _texture_args(self) -> tuple | None:
         """``(lam, descriptors, sample_descriptors, inter, patterns, thresholds)`` of the frame kernels' texture
-        features (:func:`fk._sum_at`): ``lam = 0`` (none) while ``texture`` is off; ``inter`` with
-        ``texture_mode="inter"`` (the frame's pattern points and the thresholds by centre value)."""
+        features (:func:`fk._sum_at`), None while ``texture`` is off (the kernels compiled without them);
+        ``inter`` with ``texture_mode="inter"`` (the frame's pattern points and the thresholds by centre value)."""
         if not self._texture_on():
-            return _NO_TEXTURE
+            return None
         if self.params.get("texture_mode", "intra") == "inter":
             return (float(self.params["texture"]), self._descriptors, self.texture_, True, self._patterns,
                     self._thresholds)
-        return (float(self.params["texture"]), self._descriptors, self.texture_, *_NO_TEXTURE[3:])
+        return (float(self.params["texture"]), self._descriptors, self.texture_, *_NO_PATTERNS)
 
     def _describe(self, img: np.ndarray) -> None:
         """Hook on every prepared frame before it is scored: its LBSP descriptors (:func:`_texture.lbsp`), while

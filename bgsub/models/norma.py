@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from bgsub.models import _frame_kernels as fk
+from bgsub.models import _state
 from bgsub.models.base import (COMMON_PARAMS, FEEDBACK_PARAMS, TEXTURE_PARAMS, PixelKernelSubtractor,
                                from_preset, with_defaults)
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
@@ -61,16 +62,11 @@ class NORMASubtractor(PixelKernelSubtractor):
     nu : float
         Fraction of novel steps.
     texture, texture_threshold : float
-        Texture features, as olkn's (:data:`bgsub.models.base.TEXTURE_PARAMS`; 0: off).
+        Texture features, as olkn's (:data:`bgsub.models.base.TEXTURE_PARAMS`; 0: off), the samples' descriptors
+        in ``texture_`` as :class:`bgsub.models.olkn.OLKNSubtractor` keeps them.
     budget, color, update_prob, fg_update_prob, median, min_area, seed
-        See :data:`bgsub.models.base.COMMON_PARAMS` and ``docs/parameters.md``.
-
-    Attributes
-    ----------
-    texture_ : ndarray (H, W, B, C) of uint16, or None
-        The LBSP descriptor of every sample, slot for slot with ``samples_`` (None while ``texture`` is 0).
-
-    See :class:`bgsub.models.base.PixelKernelSubtractor` for the others.
+        See :data:`bgsub.models.base.COMMON_PARAMS` and ``docs/parameters.md``; the attributes are
+        :class:`bgsub.models.base.PixelKernelSubtractor`'s and ``texture_``.
     """
 
     _SPECS = NORMA_PARAMS
@@ -110,23 +106,22 @@ class NORMASubtractor(PixelKernelSubtractor):
 
     def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
         p = self.params
-        fk.norma_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["eta"],
-                       p["lam"], p["nu"], p_bg, p_fg, p_diff, p["diffuse_radius"], p["seed"], self.n_frames_,
-                       self._score, mask_out, nbr_mask, self._stepped, self.blink_, *self._blink_args(),
-                       *self._texture_args())
+        fk.norma_frame(img, _state.pixel_state(self), float(self.scale_), self.lut(), _state.norma_rule(p),
+                       _state.policy(p_bg, p_fg, p_diff, p, self.n_frames_),
+                       _state.feedback(self.blink_, nbr_mask, self._blink_args()),
+                       (self._score, mask_out, self._stepped), self._texture_args())
 
     def _update(self, img, mask, p_bg, p_fg, p_diff):
         p = self.params
-        fk.norma_update_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
-                              p["eta"], p["lam"], p["nu"], self._f, mask, p_bg, p_fg, p_diff, p["diffuse_radius"],
-                              p["seed"], self.n_frames_, self._stepped, *self._texture_args())
+        fk.norma_update_frame(img, _state.pixel_state(self), float(self.scale_), self.lut(), _state.norma_rule(p),
+                              self._f, mask, _state.policy(p_bg, p_fg, p_diff, p, self.n_frames_), self._stepped,
+                              self._texture_args())
 
     def _bootstrap_step(self, x, scratch):
         # nu-NORMA's own rule adds a term only when f < rho, so from rho = 0 it would keep
         # one or two of the B values: the bootstrap stores every value with coefficient eta
         if self.params["init_rho"] == "quantile":
-            fk.push_frame(x, self.samples_, self.coef_, self.ring_, self._bootstrap_coef(self.scale_),
-                          *self._texture_args())
+            fk.push_frame(x, _state.pixel_state(self), float(self._bootstrap_coef(self.scale_)), self._texture_args())
             self.n_steps_ += x.shape[0] * x.shape[1]
         else:
             super()._bootstrap_step(x, scratch)
@@ -136,7 +131,7 @@ class NORMASubtractor(PixelKernelSubtractor):
 
     def _bootstrap_pixelwise(self, img, dy, dx, scales, scratch):
         values = np.array([self._bootstrap_coef(scale) for scale in scales])
-        fk.push_bootstrap(img, dy, dx, self.samples_, self.coef_, self.ring_, values)
+        fk.push_bootstrap(img, dy, dx, _state.pixel_state(self), values)
 
     def _bootstrap_coef(self, scale):
         """The stored coefficient of a bootstrap value pushed under the global scale ``scale``: ``eta`` once the
@@ -146,8 +141,8 @@ class NORMASubtractor(PixelKernelSubtractor):
     def _bootstrap_done(self):
         # ... and sets each pixel's rho to the nu-quantile of f over its own values
         if self.params["init_rho"] == "quantile":
-            fk.quantile_offsets(self.samples_, self.coef_, self.ring_, self.scale_, self.lut(), self.params["nu"],
-                                0.0, -np.inf, np.inf, self.rho_, *self._texture_args())
+            fk.quantile_offsets(_state.pixel_state(self), float(self.scale_), self.lut(), float(self.params["nu"]), 0.0,
+                                -np.inf, np.inf, self._texture_args())
 
     def _decay(self) -> float:
         return float(norma_decay(self.params["eta"], self.params["lam"]))

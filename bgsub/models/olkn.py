@@ -16,15 +16,14 @@ import numpy as np
 
 from bgsub.models import _bounded_frame as bf
 from bgsub.models import _frame_kernels as fk
+from bgsub.models import _state
 from bgsub.models.base import (COMMON_PARAMS, FEEDBACK_PARAMS, TEXTURE_PARAMS, PixelKernelSubtractor,
                                from_preset, with_defaults)
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
-from learners.steps import RHO_PAPER, RHO_QUANTILE, olk_decay
+from bgsub.models._state import OLKN_RHO_RULES
+from learners.steps import olk_decay
 
 __all__ = ["OLKNSubtractor", "createOLKN", "OLKN_PARAMS", "OLKN_PRESETS", "OLKN_RHO_RULES"]
-
-#: Offset rules of the subtractor: the paper's (eq. 69, the estimator's default), and the per-pixel quantile rule.
-OLKN_RHO_RULES = {"paper": RHO_PAPER, "quantile": RHO_QUANTILE}
 
 #: Which engine runs the frames (:mod:`bgsub.models._bounded_frame`).
 SCORE_MAP_PARAM = ParamSpec(
@@ -154,10 +153,6 @@ class OLKNSubtractor(PixelKernelSubtractor):
         if not values["C"] > values["nu"]:
             raise ValueError(f"C must be > nu, got C={values['C']} and nu={values['nu']}")
 
-    def _rho_args(self):
-        p = self.params
-        return OLKN_RHO_RULES[p["rho_rule"]], p["rho_eta"], p["rho_nu"], p["rho_min"], p["rho_max"]
-
     def _allocate(self, H, W, C):
         super()._allocate(H, W, C)
         # the bounded engine's cache (bgsub.models._bounded_frame): derived state, not saved
@@ -191,22 +186,18 @@ class OLKNSubtractor(PixelKernelSubtractor):
 
     def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
         p = self.params
+        args = (img, _state.pixel_state(self), float(self.scale_), self.lut(), _state.olkn_rule(p),
+                _state.policy(p_bg, p_fg, p_diff, p, self.n_frames_),
+                _state.feedback(self.blink_, nbr_mask, self._blink_args()), (self._score, mask_out, self._stepped))
         if self._bounded():
             if not self._buffers_full:
                 self._buffers_full = bool((self.ring_[..., 1] >= self.samples_.shape[2]).all())
-            bf.olkn_frame_bounded(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(),
-                                  p["r"], p["nu"], p["C"], *self._rho_args(), p_bg, p_fg, p_diff, p["diffuse_radius"],
-                                  p["seed"], self.n_frames_, self._score, mask_out, nbr_mask, self._stepped,
-                                  self.blink_, *self._blink_args(), self._ref, self._ref_sum, self._ref_mass,
-                                  bf.gaussian_slope(p["width"]), not self._cache_valid, not self._buffers_full,
-                                  self._summed)
+            bf.olkn_frame_bounded(*args, (self._ref, self._ref_sum, self._ref_mass, bf.gaussian_slope(p["width"]),
+                                          not self._cache_valid, not self._buffers_full, self._summed))
             self._cache_valid = True
             return
         self._cache_valid = False
-        fk.olkn_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["r"],
-                      p["nu"], p["C"], *self._rho_args(), p_bg, p_fg, p_diff, p["diffuse_radius"], p["seed"],
-                      self.n_frames_, self._score, mask_out, nbr_mask, self._stepped, self.blink_, *self._blink_args(),
-                      *self._texture_args(), self._early_stop())
+        fk.olkn_frame(*args, self._texture_args(), self._early_stop())
 
     def _early_stop(self) -> bool:
         """Whether the exact engine's textured sums may stop once they decide (``score_map="bounded"`` with
@@ -217,19 +208,17 @@ class OLKNSubtractor(PixelKernelSubtractor):
     def _update(self, img, mask, p_bg, p_fg, p_diff):
         p = self.params
         self._cache_valid = False
-        fk.olkn_update_frame(img, self.samples_, self.coef_, self.ring_, self.rho_, self.scale_, self.lut(), p["r"],
-                             p["nu"], p["C"], *self._rho_args(), self._f, self._oldest, mask, p_bg, p_fg, p_diff,
-                             p["diffuse_radius"], p["seed"], self.n_frames_, self._stepped, self.blink_,
-                             *self._texture_args())
+        fk.olkn_update_frame(img, _state.pixel_state(self), float(self.scale_), self.lut(), _state.olkn_rule(p),
+                             self._f, self._oldest, mask, _state.policy(p_bg, p_fg, p_diff, p, self.n_frames_),
+                             self._stepped, self._texture_args())
 
     def _can_bootstrap_pixelwise(self):
         return not self._texture_on()
 
     def _bootstrap_pixelwise(self, img, dy, dx, scales, scratch):
         p = self.params
-        fk.olkn_bootstrap(img, dy, dx, self.samples_, self.coef_, self.ring_, self.rho_, scales, self.lut(), p["r"],
-                          p["nu"], p["C"], *self._rho_args(), self._score, scratch, self.blink_,
-                          *self._blink_args())
+        fk.olkn_bootstrap(img, dy, dx, _state.pixel_state(self), scales, self.lut(), _state.olkn_rule(p), self._score,
+                          scratch, _state.feedback(self.blink_, scratch, self._blink_args()))
         self._cache_valid = False  # the bounded engine's cache was not kept: the next frame sums in full
 
     def _decay(self) -> float:

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from bgsub.models import _svmd_frame
+from bgsub.models import _state, _svmd_frame
 from bgsub.models.base import COMMON_PARAMS, PixelKernelSubtractor, with_defaults
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
 from learners import svmd_steps as S
@@ -150,17 +150,20 @@ class SVMDSubtractor(PixelKernelSubtractor):
         return S.make_params(p["lam"], p["mu"], p["decay"], nu=p["nu"])
 
     def _run(self, img, p_bg, p_fg, external, mask_out):
-        _svmd_frame.svmd_frame(img, self.samples_, self.alpha_, self.beta_, self.ring_, self.state_, self.offset_,
-                               np.eye(1), self._svmd_params(), self.params["width"], p_bg, p_fg,
-                               self.params["seed"], self.n_frames_, external, self._score, mask_out, self._stepped)
+        _svmd_frame.svmd_frame(img, self._model(), np.eye(1), self._svmd_params(), float(self.params["width"]),
+                               _state.policy(p_bg, p_fg, 0, self.params, self.n_frames_), external,
+                               (self._score, mask_out, self._stepped))
 
     def _can_bootstrap_pixelwise(self):
         return True
 
     def _bootstrap_pixelwise(self, img, dy, dx, scales, scratch):
-        _svmd_frame.svmd_bootstrap(img, dy, dx, self.samples_, self.alpha_, self.beta_, self.ring_, self.state_,
-                                   self.offset_, np.eye(1), self._svmd_params(), self.params["width"], len(scales),
-                                   self._score, scratch)
+        _svmd_frame.svmd_bootstrap(img, dy, dx, self._model(), np.eye(1), self._svmd_params(),
+                                   float(self.params["width"]), len(scales), self._score, scratch)
+
+    def _model(self):
+        """The per-pixel learners' arrays as the kernels' tuple (:mod:`bgsub.models._svmd_frame`)."""
+        return (self.samples_, self.alpha_, self.beta_, self.ring_, self.state_, self.offset_)
 
     # Neighbour diffusion (p_diff, nbr_mask) is not implemented for svmd: a pixel learns only its own values.
     def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
