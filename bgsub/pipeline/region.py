@@ -14,6 +14,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from bgsub.pipeline import stages
+
 __all__ = ["Region", "load_roi"]
 
 
@@ -46,8 +48,9 @@ class Region:
     roi : ndarray of bool, shape (H, W), optional
         Inside pixels; the frames must have this size. None: the whole frame.
     scale : float
-        Processing resolution relative to the input, in (0, 1]; masks come
-        back at the input's size (nearest neighbour), score maps bilinearly.
+        Processing resolution relative to the input, in (0, 1], for any subtractor (OpenCV's too); masks come
+        back at the input's size (nearest neighbour), score maps bilinearly. The resize is the one of the
+        models' own ``process_scale`` (:mod:`bgsub.pipeline.stages`, bilinear); the two multiply.
 
     Attributes
     ----------
@@ -104,14 +107,13 @@ class Region:
             self._bind(shape)
         y0, y1, x0, x1 = self.box
         crop = image[y0:y1, x0:x1]
-        if self.scale != 1.0:
-            crop = cv2.resize(crop, self.work_size, interpolation=cv2.INTER_AREA)
+        if self.scale != 1.0:  # the resize of the models' process_scale (bgsub.pipeline.stages)
+            crop = cv2.resize(crop, self.work_size, interpolation=stages.DOWNSCALE)
         return np.ascontiguousarray(crop)
 
     def _paste(self, part: np.ndarray, fill, interpolation: int) -> np.ndarray:
         y0, y1, x0, x1 = self.box
-        if self.scale != 1.0:
-            part = cv2.resize(part, (x1 - x0, y1 - y0), interpolation=interpolation)
+        part = stages.full_size(part, (y1 - y0, x1 - x0), interpolation, copy=False)
         out = np.full(self._shape, fill, dtype=part.dtype)
         out[y0:y1, x0:x1] = part
         if self._roi_box is not None:
