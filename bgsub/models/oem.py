@@ -27,13 +27,13 @@ import numpy as np
 
 from bgsub.models import _oem_frame
 from bgsub.models._restore import check_state_array, without_removed_params
-from bgsub.models.params import COMMON_PARAMS
+from bgsub.models.params import COMMON_PARAMS, from_preset, with_defaults
 from bgsub.models.staged import StagedSubtractor
-from bgsub.pipeline.stages import gain_against_image
+from bgsub.pipeline.stages import gain_against
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
 from learners.online_em import learning_rate
 
-__all__ = ["OEMSubtractor", "createOEM", "OEM_PARAMS"]
+__all__ = ["OEMSubtractor", "createOEM", "OEM_PARAMS", "OEM_PRESETS"]
 
 OEM_PARAMS = (
     ParamSpec("n_components", int, 2, "Gaussian components per pixel (K)", "components", 1, 8, live=False),
@@ -55,9 +55,15 @@ OEM_PARAMS = (
     ParamSpec("color", str, "bgr", "use the three colour channels, or convert to grey first", "",
               choices=("bgr", "gray"), live=False),
     ParamSpec("median", int, 5, "median filter of the mask, aperture (0: off; odd)", "pixels", 0, 15),
-    # the stages every subtractor runs behind (bgsub.pipeline.stages), off by default here
-    *(p for p in COMMON_PARAMS if p.name in ("stabilise", "stabilise_max", "illumination")),
+    # the stages every subtractor runs behind (bgsub.pipeline.stages); their defaults by leave-one-group-out
+    # cross-validation (docs/oem.md)
+    *with_defaults(tuple(p for p in COMMON_PARAMS if p.name in ("stabilise", "stabilise_max", "illumination")),
+                   stabilise="match", illumination="gain"),
 )
+
+#: Named parameter sets: "fast", without the stabiliser and the illumination gain (their fixed cost per frame
+#: is most of oem's at small frames; docs/oem.md).
+OEM_PRESETS = {"fast": {"stabilise": "off", "illumination": "off"}}
 
 
 class OEMSubtractor(StagedSubtractor):
@@ -68,8 +74,9 @@ class OEMSubtractor(StagedSubtractor):
     n_components, covariance, learning_floor, threshold, birth, bg_ratio, var_init, min_var, color, median
         See :data:`OEM_PARAMS` (``bgsub run --algo oem --help-params``) and ``docs/oem.md``.
     stabilise, stabilise_max, illumination
-        The stabiliser and the illumination gain (:mod:`bgsub.pipeline.stages`; off by default); the gain is
-        estimated against :meth:`getBackgroundImage` (:func:`bgsub.pipeline.stages.gain_against_image`).
+        The stabiliser and the illumination gain (:mod:`bgsub.pipeline.stages`; on by default, off in the
+        ``fast`` preset); the gain is estimated against the mean of each pixel's heaviest component
+        (:func:`bgsub.pipeline.stages.gain_against`).
 
     Attributes
     ----------
@@ -154,10 +161,17 @@ class OEMSubtractor(StagedSubtractor):
         return self.s0_ is not None and self.n_frames_ > 0
 
     def _estimate_gain(self, img: np.ndarray) -> float | None:
-        """The gain against the background image, on the pixels the previous frame's raw mask left
-        background."""
-        bg = self.getBackgroundImage()
-        return gain_against_image(img, bg.reshape(img.shape), self._rawmask)
+        """The gain against the mean of each grid pixel's heaviest component (:func:`gain_against`), on the
+        pixels the previous frame's raw mask left background."""
+        return gain_against(img, self._background_at, self._rawmask)
+
+    def _background_at(self, ii: np.ndarray, jj: np.ndarray) -> np.ndarray:
+        """The mean of the heaviest component of the pixels ``(ii, jj)``, float ``(..., C)`` (0 where empty)."""
+        s0 = self.s0_[ii, :, jj]  # (..., K)
+        k = s0.argmax(-1)
+        w = np.take_along_axis(s0, k[..., None], -1).astype(np.float64)
+        s1 = self.s1_[ii[..., None], k[..., None], np.arange(self.channels_), jj[..., None]]  # (..., C)
+        return np.divide(s1, w, out=np.zeros(s1.shape), where=w > 0)
 
     def _model_step(self, img: np.ndarray, lr: float) -> np.ndarray:
         """One online-EM step of every pixel (``lr`` -1: ``eta_n = max(1/n, learning_floor)``; 0: none; in
@@ -200,10 +214,12 @@ class OEMSubtractor(StagedSubtractor):
         return self._full_size(out[:, :, 0] if self.channels_ == 1 else out, cv2.INTER_LINEAR, copy=False)
 
 
-def createOEM(**params) -> OEMSubtractor:
-    """Build an online-EM subtractor."""
-    return OEMSubtractor(**params)
+def createOEM(preset: str | None = None, **params) -> OEMSubtractor:
+    """Build an online-EM subtractor; ``preset="fast"`` runs it without the stabiliser and the illumination
+    gain."""
+    return from_preset(OEMSubtractor, "oem", OEM_PRESETS, preset, params)
 
 
 register(AlgorithmInfo(name="oem", factory=createOEM, params=OEM_PARAMS,
-                       doc="per-pixel Gaussian mixture learnt by online EM (lecture seed 002)"))
+                       doc="per-pixel Gaussian mixture learnt by online EM (lecture seed 002)",
+                       presets=OEM_PRESETS))

@@ -26,6 +26,7 @@ changes take effect at the next frame) and holds only its own state.
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import cv2
@@ -35,7 +36,7 @@ from bgsub.pipeline import masks
 from bgsub.pipeline.registration import ShiftEstimator, translate
 
 __all__ = ["prepare", "full_size", "StageState", "Stabiliser", "IlluminationGain", "MaskFilter", "REANCHOR_FRAMES",
-           "DEADBAND", "RELEASE", "gain_against_image"]
+           "DEADBAND", "RELEASE", "gain_against"]
 
 #: Downscaling of ``process_scale``: bilinear (measured at 1920x1080 -> 480x270: 0.4 ms vs 3.2 ms for
 #: area averaging, and dev mean F of the fast preset 0.494 vs 0.498; docs/performance.md).
@@ -165,7 +166,7 @@ class IlluminationGain:
     model, so a light switched on does not flood the mask.
 
     The model estimates the gain (:func:`bgsub.models._illumination.estimate_gain` for the kernel models,
-    :func:`gain_against_image` for a model with a background image); an estimate that does not count (None)
+    :func:`gain_against` for another model); an estimate that does not count (None)
     keeps the last gain, moved :data:`RELEASE` of the way back to 1. Gains within :data:`DEADBAND` of 1 are not
     applied.
 
@@ -227,24 +228,39 @@ class MaskFilter:
         return mask
 
 
-def gain_against_image(frame: np.ndarray, background: np.ndarray, mask: np.ndarray) -> float | None:
-    """The gain of ``frame`` against a background image (both ``(H, W, C)`` uint8) over the grid of pixels
-    ``mask`` (the previous raw mask) classified background, by the rule of
-    :func:`bgsub.models._illumination.estimate_gain`: the agreed median of the pixels' ratios, None where the
-    grid cannot tell."""
+@functools.lru_cache(maxsize=8)
+def _grid(H: int, W: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The illumination grid of an ``H x W`` frame: its rows and columns (index arrays of one shape) and the
+    block of each point (:func:`bgsub.models._illumination.grid_ratios`)."""
     from bgsub.models import _illumination as il
 
-    H, W = frame.shape[:2]
     s = il.grid_step(H, W)
     ii, jj = np.meshgrid(np.arange(s // 2, H, s), np.arange(s // 2, W, s), indexing="ij")
-    x = frame[ii, jj].astype(np.float64)
-    b = background[ii, jj].astype(np.float64)
+    cells = ((il.BLOCKS * ii // H) * il.BLOCKS + il.BLOCKS * jj // W).astype(np.int64)
+    for a in (ii, jj, cells):
+        a.flags.writeable = False
+    return ii, jj, cells
+
+
+def gain_against(frame: np.ndarray, background_at: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                 mask: np.ndarray) -> float | None:
+    """The gain of ``frame`` (``(H, W, C)`` uint8) against a model's background, by the rule of
+    :func:`bgsub.models._illumination.estimate_gain`: the agreed median of the ratios of the grid pixels that
+    ``mask`` (the previous raw mask) classified background; None where the grid cannot tell.
+
+    ``background_at(ii, jj)`` gives the background's values (float, ``(..., C)``) at the grid's rows ``ii``
+    and columns ``jj`` (index arrays of one shape), so a model computes them only there."""
+    from bgsub.models import _illumination as il
+
+    ii, jj, cells = _grid(*frame.shape[:2])
+    x = frame[ii, jj]
+    b = np.asarray(background_at(ii, jj), np.float64)
     usable = (mask[ii, jj] == 0) & (b > il.DARK).all(-1) & (x > il.DARK_INPUT).all(-1) & (x < il.BRIGHT).all(-1)
-    ratios = x[usable].sum(-1) / b[usable].sum(-1)
+    ratios = x[usable].sum(-1, dtype=np.float64) / b[usable].sum(-1)
     n = ratios.size
     if n < il.MIN_POINTS:
         return None
-    blocks = ((il.BLOCKS * ii // H) * il.BLOCKS + il.BLOCKS * jj // W)[usable].astype(np.int64)
+    blocks = cells[usable]
     g = il.agreed_median(ratios, blocks, n, np.empty(n, np.float64))
     if g < 0.0:
         return None

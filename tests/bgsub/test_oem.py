@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import bgsub
-from bgsub.models.oem import OEM_PARAMS, OEMSubtractor
+from bgsub.models.oem import OEM_PARAMS, OEMSubtractor, createOEM
 from learners import online_em
 
 
@@ -106,8 +106,9 @@ def test_state_arrays_params_and_registry():
     sub = bgsub.create("oem", n_components=4, covariance="diag", color="gray")
     assert not sub.empty() and sub.getDefaultName() == "BackgroundSubtractor_OEMSubtractor"
     sub.apply(_frames(1)[0])
-    shapes = {name: getattr(sub, name).shape for name in OEMSubtractor._STATE_ARRAYS if getattr(sub, name) is not None}
-    assert shapes == {"s0_": (24, 4, 40), "s1_": (24, 4, 1, 40), "s2_": (24, 4, 1, 40)}
+    shapes = {name: getattr(sub, name).shape for name in OEMSubtractor._STATE_ARRAYS}
+    assert shapes == {"s0_": (24, 4, 40), "s1_": (24, 4, 1, 40), "s2_": (24, 4, 1, 40),
+                      "stabilise_reference_": (24, 40)}
     assert "oem" in bgsub.algorithms()
     assert {p.name for p in bgsub.param_specs("oem")} == {p.name for p in OEM_PARAMS}
     assert sub.set_params(threshold=5.0) is False and sub.s0_ is not None
@@ -151,8 +152,10 @@ def test_oem_runs_behind_the_stabiliser_and_the_illumination_gain(tmp_path):
     flood; a shifted frame is registered back; the stages' state is saved and restored with the model."""
     rng = np.random.default_rng(1)
     bg = rng.integers(40, 110, (96, 128, 3)).astype(np.uint8)
-    plain = OEMSubtractor()
-    staged = OEMSubtractor(illumination="gain", stabilise="match")
+    plain = createOEM(preset="fast")
+    staged = OEMSubtractor()
+    assert plain.params["stabilise"] == plain.params["illumination"] == "off"
+    assert (staged.params["stabilise"], staged.params["illumination"]) == ("match", "gain")
     for _ in range(8):
         f = np.clip(bg.astype(int) + rng.integers(-2, 3, bg.shape), 0, 255).astype(np.uint8)
         plain.apply(f)
