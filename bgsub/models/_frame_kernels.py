@@ -27,10 +27,13 @@ Gaussian table. The other groups of arguments are tuples too (built by
   :func:`bgsub.models._texture.thresholds`).
 
 Plain tuples, not named ones: numba types a namedtuple argument in Python on every call (about 3 us
-each, measured), a plain tuple in its C fast path. The kernels take an array out of a tuple by index
-(``state[3]``), never by unpacking (``a, b = out``): numba 0.68's parallel loops drop the writes to an
+each, measured), a plain tuple in its C fast path. The kernels take their arrays out of the tuples
+once, before their loops, by index (``state[3]``; at most three in one assignment, which Python makes
+without a tuple), never by unpacking (``a, b = out``): numba 0.68's parallel loops drop the writes to an
 array unpacked from an argument tuple as dead code (its alias analysis does not follow the unpacking),
-while it follows the index. Scalars and the views built in the loops may be unpacked.
+and an array taken out of a tuple inside a loop costs an atomic reference count per pixel, which
+contends between threads (measured: the bounded frame about 2x slower on two threads). Scalars and the
+views built in the loops may be unpacked.
 
 A frame is one parallel region (:func:`olkn_frame`, :func:`norma_frame`): every
 pixel evaluates ``f_t(x)`` with :func:`learners.expansion.expansion_sum` (the
@@ -187,18 +190,18 @@ def _layout(frame, state):
 
 
 @njit(cache=True, inline="always")
-def _views(state, lay, p):
+def _views(samples, coef, ring, lay, p):
     """Pixel ``p``'s expansion ``(sv, cf, rg)`` (:func:`_expansion_views`) under the layout ``lay``
     (:func:`_layout`)."""
-    return _expansion_views(state[0], state[1], state[2], lay[5], lay[6], lay[7], p, lay[2], lay[3])
+    return _expansion_views(samples, coef, ring, lay[5], lay[6], lay[7], p, lay[2], lay[3])
 
 
 @njit(cache=True, inline="always")
-def _pixel_sum(frame, state, lay, p, lut, scale, texture):
+def _pixel_sum(frame, samples, coef, ring, lay, p, lut, scale, texture):
     """Pixel ``p``'s value ``x``, its expansion's views ``sv, cf, rg``, ``f = f_t(x)`` and the true share
     of the term a full buffer evicts (``texture``: :func:`_sum_at`)."""
     x = _vec(frame, lay[4], p, lay[3])
-    sv, cf, rg = _views(state, lay, p)
+    sv, cf, rg = _views(samples, coef, ring, lay, p)
     total, oldest = _sum_at(x, sv, cf, rg, lut, texture, p, p)
     return x, sv, cf, rg, scale * total, scale * oldest
 
@@ -208,19 +211,19 @@ EARLY_MARGIN = 1e-9
 
 
 @njit(cache=True, inline="always")
-def _textured_sum_until(frame, state, lay, p, lut, scale, texture, limit):
+def _textured_sum_until(frame, samples, coef, ring, lay, p, lut, scale, texture, limit):
     """:func:`_pixel_sum` of pixel ``p`` under texture features (full buffer, table width), stopping once
     ``f`` reaches ``limit``: every term is non-negative, so the rest can only raise it. Returns
     ``(x, sv, cf, rg, f, oldest, stopped)``; a pixel that stopped reports its partial ``f`` (at least
     ``limit``) and ``oldest = 0``, one that did not the full sum's ``f`` and ``oldest`` as
     :func:`_pixel_sum` computes them (bit for bit: the sum is done again by the same function)."""
     if texture is None:  # (never stops: no texture, no early stop)
-        x, sv, cf, rg, f, oldest = _pixel_sum(frame, state, lay, p, lut, scale, texture)
+        x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, lay, p, lut, scale, texture)
         return x, sv, cf, rg, f, oldest, False
     B = lay[2]
     nc = lay[3]
     x = _vec(frame, lay[4], p, nc)
-    sv, cf, rg = _views(state, lay, p)
+    sv, cf, rg = _views(samples, coef, ring, lay, p)
     lam = texture[0]
     tsamples = texture[2]
     tsv = _mat(tsamples, tsamples.ctypes.data, p, B, nc)
@@ -239,37 +242,31 @@ def _textured_sum_until(frame, state, lay, p, lut, scale, texture, limit):
 
 
 @njit(cache=True, inline="always")
-def _level(level, feedback, i, j):
-    """The pixel's decision level, lowered where its decisions blink (:func:`learners.steps.feedback_level`;
-    ``feedback``: module docstring)."""
-    gain = feedback[3]
+def _level(level, blink, i, j, gain):
+    """The pixel's decision level, lowered where its decisions blink (:func:`learners.steps.feedback_level`)."""
     if gain > 0.0:
-        return feedback_level(level, np.float64(feedback[0][i, j]), gain)
+        return feedback_level(level, np.float64(blink[i, j]), gain)
     return level
 
 
 @njit(cache=True, inline="always")
-def _emit(sc, feedback, i, j, score, mask):
+def _emit(sc, blink, prev, post, i, j, gain, up, down, score, mask):
     """Write score ``sc`` and the raw mask of pixel ``(i, j)``; move its blink accumulator
     (:func:`learners.steps.blink_accumulate`). A flip is a decision that differs from ``prev`` (the
     previous raw mask) where ``post`` (the previous output mask) is background: as in SuBSENSE, the
     edges of detected objects do not count as blinking. Returns whether the pixel is foreground."""
-    return _emit_where(True, sc, feedback, i, j, score, mask)
+    return _emit_where(True, sc, blink, prev, post, i, j, gain, up, down, score, mask)
 
 
 @njit(cache=True, inline="always")
-def _emit_where(ok, sc, feedback, i, j, score, mask):
+def _emit_where(ok, sc, blink, prev, post, i, j, gain, up, down, score, mask):
     """:func:`_emit` where ``ok``; elsewhere the pixel's score, mask and accumulator stay. Written with selects,
     not branches, so that a loop over a row vectorises. Returns whether ``sc`` is foreground."""
-    blink = feedback[0]  # (indexed, not unpacked: see the module docstring)
-    gain = feedback[3]
-    up = feedback[4]
-    down = feedback[5]
     fg = sc > 0.0
     score[i, j] = sc if ok else score[i, j]
     mask[i, j] = (255 if fg else 0) if ok else mask[i, j]
     if gain > 0.0 and (up > 0.0 or down > 0.0):
-        flipped = (fg != (feedback[1][i, j] != 0)) & (feedback[2][i, j] == 0)
+        flipped = (fg != (prev[i, j] != 0)) & (post[i, j] == 0)
         v = blink_accumulate(np.float64(blink[i, j]), flipped, up, down)
         blink[i, j] = v if ok else blink[i, j]
     return fg
@@ -305,17 +302,20 @@ def score_frame(frame, state, scale, lut, offset, score, f_out, oldest_out, mask
     texture : ``(lam, tframe, tsamples, inter, tpattern, tthr)``
         Texture features (:func:`_sum_at`; ``None``: off).
     """
-    lay = _layout(frame, state)
+    samples, coef, ring = state[0], state[1], state[2]  # (arrays by index, once: module docstring)
+    rho, lay = state[3], _layout(frame, state)
+    blink, prev, post = feedback[0], feedback[1], feedback[2]
+    gain, up, down = feedback[3], feedback[4], feedback[5]
     W = lay[1]
     for i in prange(lay[0]):
         for j in range(W):
-            x, sv, cf, rg, f, oldest = _pixel_sum(frame, state, lay, i * W + j, lut, scale, texture)
+            x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, lay, i * W + j, lut, scale, texture)
             f_out[i, j] = f
             oldest_out[i, j] = oldest
-            level = offset + state[3][i, j]
+            level = offset + rho[i, j]
             own[i, j] = 255 if level - f > 0.0 else 0
-            sc = _level(level, feedback, i, j) - f
-            _emit(sc, feedback, i, j, score, mask)
+            sc = _level(level, blink, i, j, gain) - f
+            _emit(sc, blink, prev, post, i, j, gain, up, down, score, mask)
 
 
 @njit(cache=True, inline="always")
@@ -514,9 +514,11 @@ def olkn_frame(frame, state, scale, lut, rule, policy, feedback, out, texture, e
     multiplier saturates at ``nu`` (:func:`_textured_sum_until`): its decisions, offset and step are the
     full sum's, its score ``level - f`` is of the same sign and no lower.
     """
-    ring, rho, nbr_mask = state[2], state[3], feedback[1]  # (by index: module docstring)
+    samples, coef, ring = state[0], state[1], state[2]  # (arrays by index, once: module docstring)
+    rho, lay = state[3], _layout(frame, state)
+    blink, nbr_mask, post = feedback[0], feedback[1], feedback[2]
+    gain, up, down = feedback[3], feedback[4], feedback[5]
     score, mask, stepped = out[0], out[1], out[2]
-    lay = _layout(frame, state)
     W, B = lay[1], lay[2]
     p_bg, p_fg, _, _, seed, frame_no = policy
     quantile = rule[3] == RHO_QUANTILE
@@ -527,11 +529,11 @@ def olkn_frame(frame, state, scale, lut, rule, policy, feedback, out, texture, e
             p = i * W + j
             rho0 = rho[i, j]
             if early and ring[i, j, 1] == B:
-                x, sv, cf, rg, f, oldest, _ = _textured_sum_until(frame, state, lay, p, lut, scale, texture,
-                                                                  max(1.0 + rho0, a_hi) + EARLY_MARGIN)
+                x, sv, cf, rg, f, oldest, _ = _textured_sum_until(frame, samples, coef, ring, lay, p, lut, scale,
+                                                                  texture, max(1.0 + rho0, a_hi) + EARLY_MARGIN)
             else:
-                x, sv, cf, rg, f, oldest = _pixel_sum(frame, state, lay, p, lut, scale, texture)
-            _emit(_level(1.0 + rho0, feedback, i, j) - f, feedback, i, j, score, mask)
+                x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, lay, p, lut, scale, texture)
+            _emit(_level(1.0 + rho0, blink, i, j, gain) - f, blink, nbr_mask, post, i, j, gain, up, down, score, mask)
             fg = 1.0 + rho0 - f > 0.0  # the policy reads the pixel's own decision, without the feedback
             if quantile:
                 rho0 = _quantile_rho(f, rho0, rule)
@@ -549,7 +551,10 @@ def olkn_frame(frame, state, scale, lut, rule, policy, feedback, out, texture, e
 def norma_frame(frame, state, scale, lut, rule, policy, feedback, out, texture):
     """One nu-NORMA frame in one pass (score ``rho - f``, then the selected pixels step;
     neighbour diffusion as in :func:`olkn_frame`); ``rule = (eta, lam, nu)``."""
-    rho, nbr_mask, lay = state[3], feedback[1], _layout(frame, state)
+    samples, coef, ring = state[0], state[1], state[2]  # (arrays by index, once: module docstring)
+    rho, lay = state[3], _layout(frame, state)
+    blink, nbr_mask, post = feedback[0], feedback[1], feedback[2]
+    gain, up, down = feedback[3], feedback[4], feedback[5]
     score, mask, stepped = out[0], out[1], out[2]
     p_bg, p_fg, _, _, seed, frame_no = policy
     W = lay[1]
@@ -557,9 +562,9 @@ def norma_frame(frame, state, scale, lut, rule, policy, feedback, out, texture):
         n = 0
         for j in range(W):
             p = i * W + j
-            x, sv, cf, rg, f, oldest = _pixel_sum(frame, state, lay, p, lut, scale, texture)
+            x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, lay, p, lut, scale, texture)
             rho0 = rho[i, j]
-            _emit(_level(rho0, feedback, i, j) - f, feedback, i, j, score, mask)
+            _emit(_level(rho0, blink, i, j, gain) - f, blink, nbr_mask, post, i, j, gain, up, down, score, mask)
             fg = rho0 - f > 0.0  # the policy reads the pixel's own decision, without the feedback
             sel = _selected(fg, 1 if rg[1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p)
             done, new_rho = _norma_step(sel, x, f, frame, lay, nbr_mask, (i, j, p), (sv, cf, rg), lut, scale, rule,
@@ -606,7 +611,10 @@ def _bootstrap_row(i, frame, dy, dx, state, lay, scales, lut, rule, score, mask,
     """Row ``i`` of :func:`olkn_bootstrap`: a function of its own, not inlined into the parallel loop, which
     numba then compiles in a fraction of the time (its parallel passes grow fast with the loop's size; the row's
     steps branch and do not vectorise, so the call costs nothing measurable)."""
+    samples, coef, ring = state[0], state[1], state[2]  # (arrays by index, once: module docstring)
     rho = state[3]
+    blink, prev, post = feedback[0], feedback[1], feedback[2]
+    gain, up, down = feedback[3], feedback[4], feedback[5]
     H = lay[0]
     W = lay[1]
     nc = lay[3]
@@ -615,7 +623,7 @@ def _bootstrap_row(i, frame, dy, dx, state, lay, scales, lut, rule, score, mask,
     steps = scales.shape[0]
     for j in range(W):
         p = i * W + j
-        sv, cf, rg = _views(state, lay, p)
+        sv, cf, rg = _views(samples, coef, ring, lay, p)
         for b in range(steps):
             scale = scales[b]
             x = _vec(frame, fb, _bootstrap_source(dy, dx, b, i, j, H, W), nc)
@@ -623,7 +631,7 @@ def _bootstrap_row(i, frame, dy, dx, state, lay, scales, lut, rule, score, mask,
             f = scale * total
             oldest = scale * oldest
             rho0 = rho[i, j]
-            _emit(_level(1.0 + rho0, feedback, i, j) - f, feedback, i, j, score, mask)
+            _emit(_level(1.0 + rho0, blink, i, j, gain) - f, blink, prev, post, i, j, gain, up, down, score, mask)
             if quantile:
                 rho0 = _quantile_rho(f, rho0, rule)
                 rho[i, j] = rho0
@@ -640,6 +648,7 @@ def olkn_update_frame(frame, state, scale, lut, rule, f_in, oldest_in, mask, pol
     offset rule, neighbour diffusion (neighbours classified by ``mask``) and the
     same :func:`learners.steps.olk_n_update` as :func:`olkn_frame`.
     """
+    samples, coef, ring = state[0], state[1], state[2]  # (arrays by index, once: module docstring)
     lay = _layout(frame, state)
     rho, W, B = state[3], lay[1], lay[2]
     p_bg, p_fg, _, _, seed, frame_no = policy
@@ -649,7 +658,7 @@ def olkn_update_frame(frame, state, scale, lut, rule, f_in, oldest_in, mask, pol
         for j in range(W):
             p = i * W + j
             rho0 = rho[i, j]
-            sv, cf, rg = _views(state, lay, p)
+            sv, cf, rg = _views(samples, coef, ring, lay, p)
             if quantile:
                 rho0 = _quantile_rho(f_in[i, j], rho0, rule)
                 rho[i, j] = rho0
@@ -665,19 +674,20 @@ def olkn_update_frame(frame, state, scale, lut, rule, f_in, oldest_in, mask, pol
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def norma_update_frame(frame, state, scale, lut, rule, f_in, mask, policy, stepped, texture):
     """nu-NORMA update at the pixels selected by an external ``mask`` (see :func:`olkn_update_frame`)."""
+    samples, coef, ring = state[0], state[1], state[2]  # (arrays by index, once: module docstring)
+    rho, lay = state[3], _layout(frame, state)
     p_bg, p_fg, _, _, seed, frame_no = policy
-    lay = _layout(frame, state)
     W = lay[1]
     for i in prange(lay[0]):
         n = 0
         for j in range(W):
             p = i * W + j
-            sv, cf, rg = _views(state, lay, p)
+            sv, cf, rg = _views(samples, coef, ring, lay, p)
             sel = _selected(mask[i, j] != 0, 1 if rg[1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p)
             done, new_rho = _norma_step(sel, _vec(frame, lay[4], p, lay[3]), f_in[i, j], frame, lay, mask,
-                                        (i, j, p), (sv, cf, rg), lut, scale, rule, state[3][i, j], policy, texture)
+                                        (i, j, p), (sv, cf, rg), lut, scale, rule, rho[i, j], policy, texture)
             if done:
-                state[3][i, j] = new_rho
+                rho[i, j] = new_rho
                 n += 1
         stepped[i] = n
 
@@ -702,12 +712,13 @@ def push_frame(frame, state, value, texture):
 def push_bootstrap(frame, dy, dx, state, values):
     """:func:`push_frame` of every bootstrap step in one pass, pixel by pixel: step ``b`` appends the value
     at :func:`_bootstrap_source` with stored coefficient ``values[b]`` (no texture)."""
+    samples, coef, ring = state[0], state[1], state[2]  # (arrays by index, once: module docstring)
     lay = _layout(frame, state)
     H = lay[0]
     W = lay[1]
     for i in prange(H):
         for j in range(W):
-            sv, cf, rg = _views(state, lay, i * W + j)
+            sv, cf, rg = _views(samples, coef, ring, lay, i * W + j)
             for b in range(values.shape[0]):
                 expansion_push(_vec(frame, lay[4], _bootstrap_source(dy, dx, b, i, j, H, W), lay[3]), values[b], sv,
                                cf, rg)
@@ -748,7 +759,7 @@ def quantile_offsets(state, scale, lut, q, shift, lo, hi, texture):
             count = ring[i, j, 1]
             if count == 0:
                 continue
-            sv, cf, rg = _views(state, lay, p)
+            sv, cf, rg = _views(samples, state[1], ring, lay, p)
             for a in range(count):
                 slot = rg[0] + a
                 if slot >= B:
