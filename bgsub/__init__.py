@@ -43,9 +43,9 @@ import bgsub.bgslibrary  # noqa: F401,E402
 __version__ = "0.1.0"
 
 
-def load(path, algorithm=None):
+def load(path, algorithm=None, device="cpu"):
     """The subtractor saved in ``path`` by ``sub.save(path)``, ready for the next frame
-    (:func:`bgsub.checkpoint.load`).
+    (:func:`bgsub.checkpoint.load`); ``device="cuda"``: on the GPU (either engine's checkpoints load on either).
 
     ``path`` is an ``.npz`` checkpoint; a name in one of OpenCV's storage formats (``.yml``, ``.yaml``,
     ``.xml``, ``.json``, ``.gz``) is refused with a :class:`CheckpointError`, as the file would not be one.
@@ -55,4 +55,9 @@ def load(path, algorithm=None):
     from bgsub.models.opencv_api import check_checkpoint_name
 
     check_checkpoint_name(path, writing=False)
-    return checkpoint.load(path, algorithm)
+    sub = checkpoint.load(path, algorithm)
+    if device == "cpu":
+        return sub
+    from bgsub.models._cuda_engine import check_device, to_device
+
+    return to_device(sub, check_device(device))

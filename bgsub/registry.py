@@ -222,11 +222,17 @@ def parse_assignments(algo: str, assignments: list[str] | None) -> dict[str, Any
     return out
 
 
-def create(algo: str, **params: Any):
-    """Build the subtractor ``algo`` with ``params`` (others take their defaults)."""
+def create(algo: str, device: str = "cpu", **params: Any):
+    """Build the subtractor ``algo`` with ``params`` (others take their defaults); ``device="cuda"`` runs olkn's
+    and norma's learners on an NVIDIA GPU (:mod:`bgsub.models._cuda_engine`)."""
     info = _info(algo)
     checked = validate_params(algo, params)
-    return info.factory(**checked)
+    if device == "cpu":
+        return info.factory(**checked)
+    from bgsub.models._cuda_engine import check_device, to_device
+
+    check_device(device)
+    return to_device(info.factory(**checked), device)
 
 
 # --------------------------------------------------------------------------

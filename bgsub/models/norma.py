@@ -148,9 +148,15 @@ class NORMASubtractor(PixelKernelSubtractor):
         return float(norma_decay(self.params["eta"], self.params["lam"]))
 
 
-def createNORMA(preset: str | None = None, **params) -> NORMASubtractor:
-    """Build a nu-NORMA subtractor; ``preset="paper"`` starts from the paper's setting."""
-    return from_preset(NORMASubtractor, "norma", NORMA_PRESETS, preset, params)
+def createNORMA(preset: str | None = None, device: str = "cpu", **params) -> NORMASubtractor:
+    """Build a nu-NORMA subtractor; ``preset="paper"`` starts from the paper's setting. ``device="cuda"`` runs its
+    learners on an NVIDIA GPU (:mod:`bgsub.models._cuda_engine`)."""
+    sub = from_preset(NORMASubtractor, "norma", NORMA_PRESETS, preset, params)
+    if device == "cpu":
+        return sub
+    from bgsub.models._cuda_engine import check_device, to_device  # (numba-cuda: an optional extra)
+
+    return to_device(sub, check_device(device))
 
 
 register(AlgorithmInfo(name="norma", factory=createNORMA, params=NORMA_PARAMS,

@@ -225,9 +225,15 @@ class OLKNSubtractor(PixelKernelSubtractor):
         return float(olk_decay(self.params["r"]))
 
 
-def createOLKN(preset: str | None = None, **params) -> OLKNSubtractor:
-    """Build an OLK_N subtractor; ``preset="paper"`` starts from the paper's setting."""
-    return from_preset(OLKNSubtractor, "olkn", OLKN_PRESETS, preset, params)
+def createOLKN(preset: str | None = None, device: str = "cpu", **params) -> OLKNSubtractor:
+    """Build an OLK_N subtractor; ``preset="paper"`` starts from the paper's setting. ``device="cuda"`` runs its
+    learners on an NVIDIA GPU (:mod:`bgsub.models._cuda_engine`)."""
+    sub = from_preset(OLKNSubtractor, "olkn", OLKN_PRESETS, preset, params)
+    if device == "cpu":
+        return sub
+    from bgsub.models._cuda_engine import check_device, to_device  # (numba-cuda: an optional extra)
+
+    return to_device(sub, check_device(device))
 
 
 register(AlgorithmInfo(name="olkn", factory=createOLKN, params=OLKN_PARAMS,

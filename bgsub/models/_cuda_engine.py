@@ -1,0 +1,465 @@
+"""The GPU engine of olkn and norma: the per-pixel state on an NVIDIA GPU (numba-cuda).
+
+``bgsub.create("olkn", device="cuda")`` (or :func:`to_device` of a model) gives a
+:class:`CudaOLKNSubtractor` (:class:`CudaNORMASubtractor` for norma): the same
+subtractor -- parameters, presets, checkpoints, ``apply``/``getScoreMap``/
+``getBackgroundImage``/``reset`` -- whose per-pixel learners run on the GPU. Each
+frame goes up, the raw mask comes back; the per-pixel state (``samples_``,
+``coef_``, ``ring_``, ``rho_``, ``blink_``) stays on the GPU in planes across
+pixels (:mod:`bgsub.models._cuda_kernels`, whose kernels are compiled from the
+CPU engine's own step functions).
+
+What stays on the CPU: the stages around the model (reading and scaling frames,
+the stabiliser, the illumination gain -- estimated from the ~1,000 grid pixels'
+state, downloaded for it --, the median, the component filters, the blink
+feedback's dilated output mask, which goes up each frame while ``blink_gain`` is
+on) and the first frame's bootstrap (run by the CPU engine, then uploaded).
+
+The host's state arrays are kept current on demand: reading one of them from
+outside ``apply`` (a checkpoint's ``save``, ``getBackgroundImage``, user code)
+downloads the state first, and the next frame uploads it again (the reader may
+have written into it); assigning one uploads it at the next frame. Checkpoints are
+the CPU engine's, array for array: either engine loads the other's.
+
+Without numba-cuda, or without a usable GPU and driver, asking for ``"cuda"``
+raises :class:`DeviceError` (a ValueError) with one line saying what is missing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from bgsub.models import _cuda_kernels as ck
+from bgsub.models import _illumination
+from bgsub.models.norma import NORMASubtractor
+from bgsub.models.olkn import OLKNSubtractor
+from learners.expansion import needs_renormalise
+
+__all__ = ["DEVICES", "DeviceError", "CudaEngine", "CudaOLKNSubtractor", "CudaNORMASubtractor", "to_device",
+           "device_of", "check_device", "cuda_runtime", "INSTALL_HINT"]
+
+#: Where a model's per-pixel learners run.
+DEVICES = ("cpu", "cuda")
+#: How to install the GPU engine's dependency (the project's optional extra).
+INSTALL_HINT = 'pip install -e ".[cuda]" (or pip install "numba-cuda[cu12]")'
+
+
+class DeviceError(ValueError):
+    """The device asked for cannot run here (numba-cuda missing, no usable GPU or driver, an algorithm or option
+    the GPU engine does not run); the message says what is missing and what to do."""
+
+
+def check_device(device: Any) -> str:
+    """``device`` if it is one of :data:`DEVICES`, else a ValueError naming them."""
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {', '.join(map(repr, DEVICES))}, got {device!r}")
+    return device
+
+
+def device_of(sub: Any) -> str:
+    """Where ``sub``'s learners run: ``"cuda"`` for the GPU engine, else ``"cpu"``."""
+    return getattr(sub, "device", "cpu")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:300]
+
+
+def cuda_runtime():
+    """numba.cuda, ready to run kernels (or its simulator, under ``NUMBA_ENABLE_CUDASIM=1``); a
+    :class:`DeviceError` saying what is missing when numba-cuda does not import or finds no usable GPU."""
+    try:
+        from numba import cuda
+    except ImportError as exc:
+        raise DeviceError(f"device 'cuda' needs numba-cuda, which is not installed ({_one_line(exc)}): install it "
+                          f"with {INSTALL_HINT}, or run on the CPU (device 'cpu')") from None
+    except Exception as exc:  # noqa: BLE001 - e.g. a numba-cuda built for another numpy
+        raise DeviceError(f"device 'cuda': numba-cuda fails to import ({type(exc).__name__}: {_one_line(exc)}); "
+                          f"reinstall it with {INSTALL_HINT} against this numpy, or run on the CPU (device 'cpu')"
+                          ) from None
+    if ck._simulated():
+        return cuda
+    try:
+        available = cuda.is_available()
+    except Exception:  # noqa: BLE001
+        available = False
+    if not available:
+        try:
+            cuda.current_context()
+            reason = "no CUDA device"
+        except Exception as exc:  # noqa: BLE001 - the driver's own words
+            reason = _one_line(exc)
+        raise DeviceError(f"device 'cuda' found no usable NVIDIA GPU ({reason}); run on the CPU (device 'cpu'), "
+                          "or on a machine with an NVIDIA GPU and its driver") from None
+    return cuda
+
+
+class _DeviceBacked:
+    """A per-pixel state array of a GPU model: the host's copy is brought up to date when read from outside
+    ``apply``, and marked for upload when read (it may be written into) or assigned."""
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        d = obj.__dict__
+        if d.get("_dev") is not None and not d.get("_internal", False):
+            if d.get("_dev_ahead", False):
+                obj._download_state()
+            d["_host_ahead"] = True
+        return d.get(self.name)
+
+    def __set__(self, obj, value):
+        d = obj.__dict__
+        if d.get("_dev") is not None:
+            if d.get("_dev_ahead", False) and not d.get("_internal", False):
+                obj._download_state()  # the other arrays' device state first
+            d["_host_ahead"] = True
+            d["_dev_ahead"] = False
+        d[self.name] = value
+
+
+class _DeviceState:
+    """The device arrays of one model (:mod:`bgsub.models._cuda_kernels`'s layout) and its transfers."""
+
+    def __init__(self, cuda, H: int, W: int, B: int, C: int) -> None:
+        e = cuda.device_array
+        self.cuda = cuda
+        self.shape = (H, W, B, C)
+        self.frame = e((H, W, C), np.uint8)
+        self.samples = e((B, C, H, W), np.uint8)
+        self.coef = e((B, H, W), np.float32)
+        self.ring = e((2, H, W), np.int32)
+        self.rho = e((H, W), np.float64)
+        self.blink = e((H, W), np.float32)
+        self.prev = e((H, W), np.uint8)  # the previous learning frame's raw mask (host: prev_mask_)
+        self.mask = e((H, W), np.uint8)  # this frame's raw mask
+        self.post = e((H, W), np.uint8)  # host: post_mask_
+        self.ext = e((H, W), np.uint8)  # a mask given from the host (the post-processed mask of update_mask="post")
+        self.own = e((H, W), np.uint8)
+        self.score = e((H, W), np.float32)
+        self.f = e((H, W), np.float64)
+        self.oldest = e((H, W), np.float64)
+        self.stepped = e(H, np.int64)
+        self.threads = ck.row_threads(W)
+        self._lut_host = None
+        self.lut = None
+        self._grid = None
+
+    def upload(self, h: dict) -> None:
+        """The host's state (``h``: the model's ``__dict__``) to the device."""
+        self.samples.copy_to_device(np.ascontiguousarray(h["samples_"].transpose(2, 3, 0, 1)))
+        self.coef.copy_to_device(np.ascontiguousarray(h["coef_"].transpose(2, 0, 1)))
+        self.ring.copy_to_device(np.ascontiguousarray(h["ring_"].transpose(2, 0, 1), dtype=np.int32))
+        self.rho.copy_to_device(np.ascontiguousarray(h["rho_"]))
+        self.blink.copy_to_device(np.ascontiguousarray(h["blink_"]))
+        self.prev.copy_to_device(np.ascontiguousarray(h["prev_mask_"]))
+        self.post.copy_to_device(np.ascontiguousarray(h["post_mask_"]))
+
+    def download(self, h: dict) -> None:
+        """The device's state into the host's arrays (in place: references to them stay valid)."""
+        h["samples_"][...] = self.samples.copy_to_host().transpose(2, 3, 0, 1)
+        h["coef_"][...] = self.coef.copy_to_host().transpose(1, 2, 0)
+        h["ring_"][...] = self.ring.copy_to_host().transpose(1, 2, 0)
+        self.rho.copy_to_host(h["rho_"])
+        self.blink.copy_to_host(h["blink_"])
+
+    def download_grid(self, h: dict) -> None:
+        """The state of the illumination estimate's grid pixels (:func:`bgsub.models._illumination.grid_ratios`)
+        into the host's arrays, at those pixels only."""
+        H, W, B, C = self.shape
+        if self._grid is None:
+            s = _illumination.grid_step(H, W)
+            rows, cols = np.meshgrid(np.arange(s // 2, H, s), np.arange(s // 2, W, s), indexing="ij")
+            rows, cols = rows.ravel(), cols.ravel()
+            G = rows.size
+            e = self.cuda.device_array
+            self._grid = (rows, cols, self.cuda.to_device(rows), self.cuda.to_device(cols), e((G, B, C), np.uint8),
+                          e((G, B), np.float32), e((G, 2), np.int32))
+        rows, cols, drows, dcols, gs, gc, gr = self._grid
+        ck.launch(kernels().gather_grid, -(-rows.size // 128), 128, self.samples, self.coef, self.ring, drows, dcols,
+                  gs, gc, gr)
+        h["samples_"][rows, cols] = gs.copy_to_host()
+        h["coef_"][rows, cols] = gc.copy_to_host()
+        h["ring_"][rows, cols] = gr.copy_to_host()
+
+    def device_lut(self, lut: np.ndarray):
+        """The Gaussian table on the device (uploaded again when the model's table changes)."""
+        if lut is not self._lut_host:
+            self.lut = self.cuda.to_device(lut)
+            self._lut_host = lut
+        return self.lut
+
+    def put_ext(self, mask: np.ndarray):
+        """A host mask (H, W) uploaded into the external mask's buffer."""
+        self.ext.copy_to_device(np.ascontiguousarray(mask))
+        return self.ext
+
+    def learned(self) -> None:
+        """After a learning frame: its raw mask is the next frame's previous mask (as the host copies it)."""
+        self.prev, self.mask = self.mask, self.prev
+
+
+def kernels():
+    return ck.kernels(cuda_runtime())
+
+
+#: Instance attributes of the GPU engine (not the model's): dropped when a model moves to the CPU.
+_ENGINE_KEYS = ("_cuda", "_dev", "_dev_ahead", "_host_ahead", "_internal", "_score_stale", "_host_phase")
+
+
+class CudaEngine:
+    """The GPU engine's part of a subtractor (mixed in before the CPU class: :class:`CudaOLKNSubtractor`).
+
+    Attributes
+    ----------
+    device : str
+        ``"cuda"``.
+    """
+
+    device = "cuda"
+    samples_ = _DeviceBacked()
+    coef_ = _DeviceBacked()
+    ring_ = _DeviceBacked()
+    rho_ = _DeviceBacked()
+    blink_ = _DeviceBacked()
+
+    def __init__(self, **params: Any) -> None:
+        self.__dict__.update(_fresh_engine(cuda_runtime()))
+        super().__init__(**params)
+
+    # ------------------------------------------------------------------ what the GPU does not run
+    def _check(self, values: dict[str, Any]) -> None:
+        super()._check(values)
+        if values.get("texture", 0.0) > 0.0:
+            raise DeviceError("texture features (texture > 0) run on the CPU engine only: use device 'cpu', or "
+                              "texture=0 on the GPU")
+
+    # ------------------------------------------------------------------ state
+    def reset(self) -> None:
+        super().reset()
+        d = self.__dict__
+        d["_dev"] = None
+        d["_dev_ahead"] = d["_host_ahead"] = d["_score_stale"] = False
+
+    def _allocate(self, H: int, W: int, C: int) -> None:
+        super()._allocate(H, W, C)
+        d = self.__dict__
+        d["_dev"] = None  # allocated (and the host's state uploaded) at the next frame
+        d["_dev_ahead"] = d["_score_stale"] = False
+        d["_host_ahead"] = True
+
+    def _download_state(self) -> None:
+        """The device's per-pixel state into the host's arrays."""
+        d = self.__dict__
+        if d.get("_dev") is not None and d.get("_dev_ahead", False):
+            d["_dev"].download(d)
+            d["_dev_ahead"] = False
+        self._sync_score()
+
+    def _sync_score(self) -> None:
+        d = self.__dict__
+        if d.get("_dev") is not None and d.get("_score_stale", False):
+            d["_dev"].score.copy_to_host(d["_score"])
+            d["_score_stale"] = False
+
+    def _ready(self, img: np.ndarray) -> _DeviceState:
+        """The device state for a frame: allocated, the host's state uploaded when it is newer, the frame and
+        (blink feedback on) the previous output mask uploaded."""
+        d = self.__dict__
+        dev = d["_dev"]
+        H, W, C = img.shape
+        if dev is None or dev.shape != (H, W, self.params["budget"], C):
+            dev = d["_dev"] = _DeviceState(d["_cuda"], H, W, self.params["budget"], C)
+            d["_host_ahead"] = True
+        if d["_host_ahead"]:
+            dev.upload(d)
+            d["_host_ahead"] = False
+        elif self.params.get("blink_gain", 0.0) > 0.0:
+            dev.post.copy_to_device(d["post_mask_"])
+        dev.frame.copy_to_device(img)
+        return dev
+
+    def _ran(self, learned_into=None) -> None:
+        """After a kernel wrote the device's state."""
+        d = self.__dict__
+        d["_dev_ahead"] = d["_score_stale"] = True
+
+    # ------------------------------------------------------------------ frames
+    def apply(self, image: np.ndarray, fgmask: np.ndarray | None = None, learningRate: float = -1) -> np.ndarray:
+        d = self.__dict__
+        d["_internal"] = True  # the base class's own reads of the state arrays: no transfers
+        try:
+            return super().apply(image, fgmask, learningRate)
+        finally:
+            d["_internal"] = False
+
+    def _init_from_neighbours(self, img: np.ndarray) -> None:
+        # the first frame's bootstrap by the CPU engine (the same draws), then uploaded
+        d = self.__dict__
+        d["_host_phase"] = True
+        try:
+            super()._init_from_neighbours(img)
+        finally:
+            d["_host_phase"] = False
+        d["_host_ahead"] = True
+        d["_dev_ahead"] = False
+
+    def _compensate_illumination(self, img: np.ndarray) -> np.ndarray:
+        d = self.__dict__
+        if (d.get("_dev") is not None and d.get("_dev_ahead", False) and self.params["illumination"] != "off"
+                and self.n_frames_ > 0):
+            d["_dev"].download_grid(d)  # the host's arrays hold the device's state at the grid, all it reads
+        return super()._compensate_illumination(img)
+
+    def _advance_scale(self) -> None:
+        d = self.__dict__
+        if d.get("_dev_ahead", False) and needs_renormalise(self.scale_ * self._decay_factor()):
+            # the coefficients are renormalised on the host (once in many thousand frames)
+            d["_dev"].download(d)
+            d["_dev_ahead"] = False
+            d["_host_ahead"] = True
+        super()._advance_scale()
+
+    def _score_pass(self, img: np.ndarray, learn: bool) -> None:
+        if self.__dict__.get("_host_phase", False):
+            return super()._score_pass(img, learn)
+        dev = self._ready(img)
+        H, W = img.shape[:2]
+        _, gain, up, down = self._blink_args(learn)
+        ck.launch(kernels().score_frame, H, dev.threads, dev.frame, dev.samples, dev.coef, dev.ring, dev.rho,
+                  float(self.scale_), dev.device_lut(self.lut()), float(self._score_offset), dev.score, dev.f,
+                  dev.oldest, dev.mask, dev.own, dev.blink, dev.prev, dev.post, float(gain), float(up), float(down))
+        dev.mask.copy_to_host(self._rawmask)
+        self._ran()
+
+    def _update_mask(self, dev: _DeviceState, mask: np.ndarray):
+        return dev.own if mask is self._own else dev.put_ext(mask)
+
+    def _after_update(self, dev: _DeviceState) -> None:
+        dev.stepped.copy_to_host(self._stepped)
+        dev.learned()
+        self._ran()
+
+    def _nbr(self, dev: _DeviceState, nbr_mask: np.ndarray):
+        return dev.prev if nbr_mask is self.prev_mask_ else dev.put_ext(nbr_mask)
+
+    def _after_frame(self, dev: _DeviceState, nbr, mask_out: np.ndarray) -> None:
+        dev.mask.copy_to_host(mask_out)
+        dev.stepped.copy_to_host(self._stepped)
+        if nbr is dev.prev:
+            dev.learned()
+        self._ran()
+
+    # ------------------------------------------------------------------ outputs
+    def getScoreMap(self) -> np.ndarray | None:
+        self._sync_score()
+        return super().getScoreMap()
+
+    @classmethod
+    def load(cls, path):
+        """The subtractor saved in ``path`` (either engine's checkpoint), on the GPU."""
+        return to_device(super().load(path), "cuda")
+
+
+def _fresh_engine(cuda) -> dict:
+    return {"_cuda": cuda, "_dev": None, "_dev_ahead": False, "_host_ahead": True, "_internal": False,
+            "_score_stale": False, "_host_phase": False}
+
+
+class CudaOLKNSubtractor(CudaEngine, OLKNSubtractor):
+    """:class:`bgsub.models.olkn.OLKNSubtractor` on the GPU (:mod:`bgsub.models._cuda_engine`): its exact engine
+    (every pixel's full sum, so exact score maps whatever ``score_map`` says), without texture features."""
+
+    def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
+        if self.__dict__.get("_host_phase", False):
+            return super()._frame(img, p_bg, p_fg, p_diff, mask_out, nbr_mask)
+        p = self.params
+        dev = self._ready(img)
+        nbr = self._nbr(dev, nbr_mask)
+        _, gain, up, down = self._blink_args()
+        ck.launch(kernels().olkn_frame, img.shape[0], dev.threads, dev.frame, dev.samples, dev.coef, dev.ring,
+                  dev.rho, float(self.scale_), dev.device_lut(self.lut()), p["r"], p["nu"], p["C"],
+                  *self._rho_args(), p_bg, p_fg, p_diff, p["diffuse_radius"], p["seed"], int(self.n_frames_),
+                  dev.score, dev.mask, nbr, dev.stepped, dev.blink, dev.post, float(gain), float(up), float(down))
+        self._after_frame(dev, nbr, mask_out)
+
+    def _update(self, img, mask, p_bg, p_fg, p_diff):
+        if self.__dict__.get("_host_phase", False):
+            return super()._update(img, mask, p_bg, p_fg, p_diff)
+        p = self.params
+        dev = self._dev
+        ck.launch(kernels().olkn_update_frame, img.shape[0], dev.threads, dev.frame, dev.samples, dev.coef, dev.ring,
+                  dev.rho, float(self.scale_), dev.device_lut(self.lut()), p["r"], p["nu"], p["C"],
+                  *self._rho_args(), dev.f, dev.oldest, self._update_mask(dev, mask), p_bg, p_fg, p_diff,
+                  p["diffuse_radius"], p["seed"], int(self.n_frames_), dev.stepped)
+        self._after_update(dev)
+
+
+class CudaNORMASubtractor(CudaEngine, NORMASubtractor):
+    """:class:`bgsub.models.norma.NORMASubtractor` on the GPU (:mod:`bgsub.models._cuda_engine`), without
+    texture features."""
+
+    def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
+        if self.__dict__.get("_host_phase", False):
+            return super()._frame(img, p_bg, p_fg, p_diff, mask_out, nbr_mask)
+        p = self.params
+        dev = self._ready(img)
+        nbr = self._nbr(dev, nbr_mask)
+        _, gain, up, down = self._blink_args()
+        ck.launch(kernels().norma_frame, img.shape[0], dev.threads, dev.frame, dev.samples, dev.coef, dev.ring,
+                  dev.rho, float(self.scale_), dev.device_lut(self.lut()), p["eta"], p["lam"], p["nu"], p_bg, p_fg,
+                  p_diff, p["diffuse_radius"], p["seed"], int(self.n_frames_), dev.score, dev.mask, nbr, dev.stepped,
+                  dev.blink, dev.post, float(gain), float(up), float(down))
+        self._after_frame(dev, nbr, mask_out)
+
+    def _update(self, img, mask, p_bg, p_fg, p_diff):
+        if self.__dict__.get("_host_phase", False):
+            return super()._update(img, mask, p_bg, p_fg, p_diff)
+        p = self.params
+        dev = self._dev
+        ck.launch(kernels().norma_update_frame, img.shape[0], dev.threads, dev.frame, dev.samples, dev.coef,
+                  dev.ring, dev.rho, float(self.scale_), dev.device_lut(self.lut()), p["eta"], p["lam"], p["nu"],
+                  dev.f, self._update_mask(dev, mask), p_bg, p_fg, p_diff, p["diffuse_radius"], p["seed"],
+                  int(self.n_frames_), dev.stepped)
+        self._after_update(dev)
+
+
+#: The GPU class of each CPU class.
+_ON_CUDA = {OLKNSubtractor: CudaOLKNSubtractor, NORMASubtractor: CudaNORMASubtractor}
+
+
+def to_device(sub: Any, device: str) -> Any:
+    """``sub`` with its learners on ``device`` (``"cpu"`` or ``"cuda"``): ``sub`` itself when it is there, else a
+    new object of the other engine's class holding the same model (parameters, state, counters), which moves with
+    it: use the returned object from then on.
+
+    Only olkn and norma run on ``"cuda"`` (without texture features); anything else is a :class:`DeviceError`, as
+    are a missing numba-cuda and a machine without a usable GPU."""
+    check_device(device)
+    if device_of(sub) == device:
+        return sub
+    if device == "cuda":
+        cls = _ON_CUDA.get(type(sub))
+        if cls is None:
+            name = getattr(type(sub), "__name__", "this subtractor")
+            raise DeviceError(f"device 'cuda' runs olkn and norma; {name} runs on the CPU only (device 'cpu')")
+        if sub.params.get("texture", 0.0) > 0.0:
+            raise DeviceError("texture features (texture > 0) run on the CPU engine only: use device 'cpu', or "
+                              "texture=0 on the GPU")
+        runtime = cuda_runtime()
+        new = cls.__new__(cls)
+        new.__dict__.update(sub.__dict__)
+        new.__dict__.update(_fresh_engine(runtime))
+        return new
+    sub._download_state()
+    cpu = next(c for c in type(sub).__mro__[1:] if c in _ON_CUDA)
+    new = cpu.__new__(cpu)
+    new.__dict__.update({k: v for k, v in sub.__dict__.items() if k not in _ENGINE_KEYS})
+    new._on_params_changed()  # (olkn: the bounded engine's cache was not kept while on the GPU)
+    return new
