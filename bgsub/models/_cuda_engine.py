@@ -80,6 +80,9 @@ def cuda_runtime():
         raise DeviceError(f"device 'cuda': numba-cuda fails to import ({type(exc).__name__}: {_one_line(exc)}); "
                           f"reinstall it with {INSTALL_HINT} against this numpy, or run on the CPU (device 'cpu')"
                           ) from None
+    if getattr(cuda, "implementation", "") != "NVIDIA":  # numba's own deprecated CUDA target, not numba-cuda
+        raise DeviceError(f"device 'cuda' needs numba-cuda (numba's built-in CUDA target is not used): install it "
+                          f"with {INSTALL_HINT}, or run on the CPU (device 'cpu')")
     if ck._simulated():
         return cuda
     try:

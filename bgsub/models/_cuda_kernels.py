@@ -107,8 +107,11 @@ def device_function(fn):
 
 
 def _simulated() -> bool:
-    from numba.cuda.core import config
-
+    """Whether numba-cuda runs its CUDA simulator (``NUMBA_ENABLE_CUDASIM=1`` when it was imported)."""
+    try:
+        from numba.cuda.core import config
+    except ImportError:
+        return False
     return bool(config.ENABLE_CUDASIM)
 
 

@@ -1,0 +1,203 @@
+"""The GPU engine (``device="cuda"``) against the CPU engine, under numba-cuda's CUDA simulator.
+
+CI has no GPU: the kernels run in the simulator (every CUDA thread a Python thread, so the frames are tiny,
+16x12). With the same seed and draws the GPU engine's masks equal the CPU engine's and its state equals the CPU
+state within float tolerance; checkpoints move between the engines; without numba-cuda, or without a GPU, asking
+for it is one clear error. Skipped where numba-cuda is not installed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+# The simulator is chosen when numba.cuda is first imported: before any test of the session runs.
+if "numba.cuda" not in sys.modules:
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+
+pytest.importorskip("numba_cuda", reason="numba-cuda is not installed (pip install -e \".[cuda]\")")
+
+import bgsub  # noqa: E402
+from bgsub.models import _cuda_engine as ce  # noqa: E402
+
+try:
+    ce.cuda_runtime()
+    RUNTIME_ERROR = None
+except ce.DeviceError as exc:  # numba.cuda was imported without the simulator, and there is no GPU
+    RUNTIME_ERROR = str(exc)
+
+needs_runtime = pytest.mark.skipif(RUNTIME_ERROR is not None, reason=f"no CUDA runtime: {RUNTIME_ERROR}")
+
+H, W = 12, 16
+REPO = Path(__file__).resolve().parents[2]
+
+#: The state arrays both engines keep, compared array for array.
+STATE = ("samples_", "coef_", "ring_", "rho_", "blink_", "prev_mask_", "post_mask_")
+
+
+def clip(n: int = 20, seed: int = 1) -> list[np.ndarray]:
+    """A noisy 16x12 BGR gradient with a block crossing it and, from frame 12, a light 20 % brighter (so that the
+    illumination gain, the blink feedback and the diffusion all act)."""
+    rng = np.random.default_rng(seed)
+    ii, jj = np.mgrid[0:H, 0:W]
+    bg = np.stack([60 + 4 * jj + 3 * ii, 90 + 2 * jj, 120 - 3 * ii], axis=2)
+    frames = []
+    for t in range(n):
+        f = bg + rng.integers(-4, 5, size=bg.shape)
+        if t >= 12:
+            f = f * 1.2
+        x = t % (W - 4)
+        f[3:8, x:x + 4] = (250, 30, 30)
+        frames.append(np.clip(f, 0, 255).astype(np.uint8))
+    return frames
+
+
+def assert_same_state(cpu, gpu) -> None:
+    for name in STATE:
+        a, b = getattr(cpu, name), getattr(gpu, name)
+        if a.dtype.kind == "f":
+            np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-7, err_msg=name)
+        else:
+            assert np.mean(a == b) >= 0.999, name
+    assert gpu.n_steps_ == cpu.n_steps_
+    assert gpu.n_frames_ == cpu.n_frames_
+    assert gpu.scale_ == pytest.approx(cpu.scale_, rel=1e-12)
+    assert gpu.gain_ == pytest.approx(cpu.gain_, rel=1e-9)
+
+
+def run_both(algo: str, frames, rates=None, **params):
+    cpu = bgsub.create(algo, **params)
+    gpu = bgsub.create(algo, device="cuda", **params)
+    agree = []
+    for t, f in enumerate(frames):
+        lr = -1 if rates is None else rates[t]
+        agree.append(np.mean(cpu.apply(f, learningRate=lr) == gpu.apply(f, learningRate=lr)))
+        agree.append(np.mean(cpu.getRawMask() == gpu.getRawMask()))  # before the post-processing
+    return cpu, gpu, float(np.mean(agree))
+
+
+@needs_runtime
+def test_olkn_masks_and_state_equal_the_cpu_engines():
+    cpu, gpu, agree = run_both("olkn", clip())
+    assert type(gpu).__name__ == "CudaOLKNSubtractor" and gpu.device == "cuda"
+    assert agree >= 0.999
+    assert (cpu.getRawMask() > 0).sum() >= 10 and cpu.gain_ > 1.1  # the block and the light were seen
+    assert_same_state(cpu, gpu)
+    np.testing.assert_array_equal(gpu.getBackgroundImage(), cpu.getBackgroundImage())
+
+
+@needs_runtime
+def test_norma_two_passes_masks_and_state_equal_the_cpu_engines():
+    # norma's defaults learn from the post-processed mask (update_mask="post"): a score pass, the CPU's
+    # post-processing, an update pass
+    cpu, gpu, agree = run_both("norma", clip())
+    assert cpu.params["update_mask"] == "post"
+    assert agree >= 0.999
+    assert_same_state(cpu, gpu)
+
+
+@needs_runtime
+def test_exact_scores_and_frames_without_learning():
+    rates = [-1, -1, -1, 0, -1, 0.5, -1, 0, -1, -1]
+    cpu, gpu, agree = run_both("olkn", clip(10, seed=2), rates=rates, score_map="exact", update_mask="post",
+                               median=3)
+    assert agree >= 0.999
+    np.testing.assert_allclose(gpu.getScoreMap(), cpu.getScoreMap(), rtol=1e-5, atol=1e-6)
+    assert_same_state(cpu, gpu)
+
+
+@needs_runtime
+def test_checkpoints_move_between_the_engines(tmp_path):
+    frames = clip(16, seed=3)
+    cpu = bgsub.create("olkn")
+    for f in frames[:8]:
+        cpu.apply(f)
+    cpu.save(tmp_path / "cpu.npz")
+    gpu = bgsub.load(tmp_path / "cpu.npz", device="cuda")  # a CPU checkpoint continues on the GPU
+    assert gpu.device == "cuda"
+    for f in frames[8:12]:
+        assert np.mean(cpu.apply(f) == gpu.apply(f)) >= 0.999
+    gpu.save(tmp_path / "gpu.npz")  # the GPU's state downloaded, in the CPU engine's arrays
+    with np.load(tmp_path / "cpu.npz") as a, np.load(tmp_path / "gpu.npz") as b:
+        assert sorted(a.files) == sorted(b.files)
+        for k in a.files:
+            if a[k].dtype.kind != "U":  # (the meta's JSON: other counters)
+                assert (a[k].dtype, a[k].shape) == (b[k].dtype, b[k].shape), k
+    back = bgsub.load(tmp_path / "gpu.npz")  # ... and continues on the CPU
+    assert getattr(back, "device", "cpu") == "cpu"
+    assert_same_state(back, gpu)
+    for f in frames[12:]:
+        m = cpu.apply(f)
+        assert np.mean(m == gpu.apply(f)) >= 0.999
+        assert np.mean(m == back.apply(f)) >= 0.999
+    assert_same_state(cpu, gpu)
+    # the other way round in memory: to_device moves the model
+    moved = ce.to_device(gpu, "cpu")
+    assert type(moved).__name__ == "OLKNSubtractor"
+    assert_same_state(cpu, moved)
+
+
+@needs_runtime
+def test_reset_and_external_writes():
+    frames = clip(6, seed=4)
+    cpu = bgsub.create("norma", update_mask="raw")
+    gpu = bgsub.create("norma", device="cuda", update_mask="raw")
+    for f in frames[:3]:
+        cpu.apply(f)
+        gpu.apply(f)
+    # a write into the state from outside apply reaches the device at the next frame
+    cpu.rho_[:4] += 0.01
+    gpu.rho_[:4] += 0.01
+    for f in frames[3:]:
+        assert np.mean(cpu.apply(f) == gpu.apply(f)) >= 0.999
+    assert_same_state(cpu, gpu)
+    cpu.reset()
+    gpu.reset()
+    assert gpu.samples_ is None
+    small = [f[:8, :10] for f in frames[:2]]
+    for f in small:
+        np.testing.assert_array_equal(gpu.apply(f), cpu.apply(f))
+    assert_same_state(cpu, gpu)
+
+
+def test_what_the_gpu_engine_does_not_run():
+    with pytest.raises(ValueError, match="device must be one of 'cpu', 'cuda'"):
+        bgsub.create("olkn", device="gpu")
+    with pytest.raises(ce.DeviceError, match="runs on the CPU only"):
+        bgsub.create("knn", device="cuda")
+    with pytest.raises(ce.DeviceError, match="texture features"):
+        bgsub.create("olkn", device="cuda", texture=50.0)
+    if RUNTIME_ERROR is None:
+        gpu = bgsub.create("olkn", device="cuda")
+        with pytest.raises(ce.DeviceError, match="texture features"):
+            gpu.set_params(texture=50.0)
+
+
+def test_without_numba_cuda_one_clear_error(monkeypatch, capsys):
+    import numba
+
+    monkeypatch.setitem(sys.modules, "numba.cuda", None)  # numba-cuda not installed
+    monkeypatch.delattr(numba, "cuda", raising=False)
+    with pytest.raises(ce.DeviceError) as info:
+        bgsub.create("olkn", device="cuda")
+    msg = str(info.value)
+    assert "numba-cuda" in msg and 'pip install -e ".[cuda]"' in msg and "\n" not in msg
+
+
+def test_without_a_gpu_one_clear_error():
+    # numba-cuda without the simulator on a machine without a GPU (CI): one line naming what is missing
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    code = ("import bgsub\n"
+            "try:\n    bgsub.create('olkn', device='cuda')\n    print('GPU FOUND')\n"
+            "except ValueError as exc:\n    print('ERROR', exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
+                         timeout=300)
+    if "GPU FOUND" in out.stdout:
+        pytest.skip("this machine has a GPU")
+    assert out.stdout.startswith("ERROR device 'cuda'"), out.stdout + out.stderr
+    assert out.stdout.count("\n") == 1 and "Traceback" not in out.stderr
