@@ -24,6 +24,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from bgsub.devices import spec_device, without_device
+
 __all__ = ["DEFAULT_WARMUP", "load_frames", "resolve_spec", "benchmark"]
 
 #: Untimed frames before the timed ones (OpenCV's KNN runs its first frames up to 1.5x slower).
@@ -71,7 +73,7 @@ def resolve_spec(algo: str) -> tuple[str, dict]:
     import bgsub
     from bgsub.settings import resolve_algorithm
 
-    spec, *assignments = algo.split(",")
+    spec, *assignments = without_device(algo).split(",")  # (NAME@DEVICE: where it runs, bgsub.devices)
     name, _, preset = spec.partition(":")
     if name not in bgsub.algorithms():
         raise ValueError(f"unknown algorithm {name!r}; choose from {', '.join(bgsub.algorithms())}")
@@ -84,7 +86,7 @@ def _time_algo(algo: str, frames: list[np.ndarray], warmup: list[np.ndarray]) ->
     from bgsub.pipeline import Pipeline
 
     name, params = resolve_spec(algo)
-    pipeline = Pipeline(bgsub.create(name, **params))
+    pipeline = Pipeline(bgsub.create(name, device=spec_device(algo), **params))
     pipeline.run(warmup, catch_interrupt=False)
     result = pipeline.run(frames, catch_interrupt=False)
     if result.error is not None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from bgsub.batch import run_batch
 from bgsub.batch.threads import WORKERS_PER_CORE, max_workers
 from bgsub.commands._common import add_algorithm_arguments, add_frame_arguments, build_region, check_positive, error
+from bgsub.devices import add_device_argument, check_device_for
 from bgsub.metrics import format_metrics
 from bgsub.settings import ConfigError, resolve_algorithm
 
@@ -52,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pattern", default=None, metavar="GLOB",
                         help="only inputs whose name or relative path matches, e.g. '*.mp4' or 'baseline/*'")
     add_algorithm_arguments(parser)
+    add_device_argument(parser, "; recorded with the parameters")
     parser.add_argument("--mask-video", default=None, type=_suffix("--mask-video", VIDEO_SUFFIXES), metavar="EXT",
                         help="also write each input's masks as a video masks.EXT (.mp4, .avi, or .mkv = lossless)")
     parser.add_argument("--overlay", nargs="?", const=".mp4", default=None, metavar="EXT",
@@ -92,6 +94,13 @@ def main(args: argparse.Namespace) -> int:
                               "the jobs (local:N starts N)", 2)
     try:
         algo, params = resolve_algorithm(args.algo, args.assignments, args.config, args.preset)
+        device = getattr(args, "device", "cpu")
+        if device != "cpu":  # (create takes it beside the parameters; the results record it with them)
+            try:
+                check_device_for(algo, params, device)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+            params = {**params, "device": device}
         security = None
         if args.scheduler:
             from bgsub.batch import cluster

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from bgsub.benchmark import DEFAULT_WARMUP, benchmark, load_frames, resolve_spec  # noqa: F401 (load_frames re-exported)
 from bgsub.commands._common import algorithm_names, check_positive, error, parse_size
+from bgsub.devices import add_device_argument, check_device_for, spec_device, with_device
 
 __all__ = ["add_arguments", "main", "load_frames", "benchmark"]
 
@@ -37,13 +38,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="shared data folder holding bgs/cdnet2014/highway (default: $OLK_DATA_DIR or "
                              "../shared/data); a synthetic clip is used when absent")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    add_device_argument(parser, "; cuda times olkn and norma on the GPU (NAME@cuda) beside their CPU engine "
+                                "and the others")
 
 
 def main(args: argparse.Namespace) -> int:
     try:
-        algos = tuple(args.algos or DEFAULT_ALGOS)
+        algos = with_device(tuple(args.algos or DEFAULT_ALGOS), getattr(args, "device", "cpu"))
         for a in algos:
             resolve_spec(a)  # an unknown algorithm, preset or parameter: a one-line error here
+            check_device_for(*resolve_spec(a), spec_device(a))  # (and a device that cannot run it here)
         sizes = [parse_size(s, "--size", 8, "320x240") for s in (args.sizes or DEFAULT_SIZES)]
         check_positive(args.rounds, "--rounds")
         check_positive(args.frames, "--frames")

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from bgsub.commands import _common as common
+from bgsub.devices import add_device_argument, check_device_for
 from bgsub.evaluation import RESULT_KEYS, display_name, evaluate, resolve_sequences, unscored_by_max_frames
 from bgsub.pipeline.paths import check_mask_folder, check_outputs, check_writable
 from bgsub.settings import resolve_algorithm
@@ -32,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="CDnet-layout sequence folders (input/, groundtruth/, ROI.bmp, temporalROI.txt), "
                              "or folders holding such sequences")
     common.add_algorithm_arguments(parser)
+    add_device_argument(parser)
     common.add_frame_arguments(parser)
     parser.add_argument("--out", type=Path, default=None, metavar="DIR",
                         help="write CDnet submission masks DIR/<sequence>/bin%%06d.png (replacing earlier ones)")
@@ -87,6 +89,8 @@ def main(args: argparse.Namespace) -> int:
         common.check_positive(args.max_frames, "--max-frames")
         common.check_positive(args.min_area, "--min-area", 0)
         algo, params = resolve_algorithm(args.algo, args.assignments, args.config, args.preset)
+        device = getattr(args, "device", "cpu")
+        check_device_for(algo, params, device)
         paths = resolve_sequences(args.sequences)
         common.build_region(args)  # refuse a bad --roi/--scale before any work
         if args.out is not None:
@@ -99,8 +103,8 @@ def main(args: argparse.Namespace) -> int:
     skipped = [{"name": display_name(p, paths), "path": str(p), "error": why} for p, why in unscored.items()]
     all_paths, paths = paths, [p for p in paths if p not in unscored]
     try:
-        rows, mean, failed = evaluate(paths, lambda: bgsub.create(algo, **params), args.out, args.max_frames,
-                                      quiet=args.quiet or args.json, min_area=args.min_area,
+        rows, mean, failed = evaluate(paths, lambda: bgsub.create(algo, device=device, **params), args.out,
+                                      args.max_frames, quiet=args.quiet or args.json, min_area=args.min_area,
                                       region_factory=lambda: common.build_region(args),
                                       augment=getattr(args, "augment", None))
     except KeyboardInterrupt:

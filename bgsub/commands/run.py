@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from bgsub.commands import _common as common
+from bgsub.devices import add_device_argument
 from bgsub.metrics import format_metrics
 from bgsub.pipeline import Callback, Checkpoints, MaskFiles, MaskVideo, ObjectsFile, OverlayVideo, Pipeline, Scores
 from bgsub.pipeline import describe_error
@@ -35,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="camera index (0), video file, folder of images, or CDnet sequence folder",
     )
     common.add_algorithm_arguments(parser)
+    add_device_argument(parser)
     parser.add_argument("--out", type=Path, default=None, metavar="DIR",
                         help="write one mask per frame as DIR/bin%%06d.png (default: bgsub-output/<source "
                              "name> when no other output is asked for)")
@@ -102,13 +104,13 @@ def _subtractor(args):
         if given:
             raise ConfigError(f"--resume takes the algorithm and parameters from the checkpoint; "
                               f"leave out {', '.join(given)}")
-        sub = bgsub.load(args.resume)
+        sub = bgsub.load(args.resume, device=getattr(args, "device", "cpu"))
         from bgsub.checkpoint import algorithm_name
 
         params = dict(sub.get_params()) if callable(getattr(sub, "get_params", None)) else {}
         return algorithm_name(sub), params, sub, int(sub.n_frames_)
     algo, params = resolve_algorithm(args.algo, args.assignments, args.config, args.preset)
-    return algo, params, create(algo, **params), 0
+    return algo, params, create(algo, device=getattr(args, "device", "cpu"), **params), 0
 
 
 def _inputs(args) -> list:

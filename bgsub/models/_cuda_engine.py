@@ -64,7 +64,7 @@ def device_of(sub: Any) -> str:
 
 
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    text = " ".join(str(exc).split()).strip(" :") or type(exc).__name__
     return text[:300]
 
 

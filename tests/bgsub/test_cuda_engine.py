@@ -187,6 +187,12 @@ def test_without_numba_cuda_one_clear_error(monkeypatch, capsys):
         bgsub.create("olkn", device="cuda")
     msg = str(info.value)
     assert "numba-cuda" in msg and 'pip install -e ".[cuda]"' in msg and "\n" not in msg
+    # the commands: one line, exit 2, before any work
+    from bgsub.cli import main
+
+    assert main(["bench", "--device", "cuda", "--size", "32x24"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bgsub bench: error: device 'cuda' needs numba-cuda") and err.count("\n") == 1
 
 
 def test_without_a_gpu_one_clear_error():
