@@ -351,3 +351,51 @@ def launch(kernel, blocks: int, threads: int, *args) -> None:
             kernel[blocks, threads](*args)
     else:
         kernel[blocks, threads](*args)
+
+
+def signatures() -> dict[str, tuple]:
+    """The argument types every kernel is launched with (:mod:`bgsub.models._cuda_engine`): C-contiguous device
+    arrays, Python ints (int64) and floats (float64)."""
+    from numba import types as nt
+
+    def a(dtype, ndim):
+        return nt.Array(dtype, ndim, "C")
+
+    u8, f32, f64, i32, i64 = nt.uint8, nt.float32, nt.float64, nt.int32, nt.int64
+    state = (a(u8, 3), a(u8, 4), a(f32, 3), a(i32, 3), a(f64, 2), f64, a(f32, 1))  # frame .. lut
+    olkn = (f64, f64, f64, i64, f64, f64, f64, f64)  # r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi
+    norma = (f64, f64, f64)  # eta, lam, nu
+    policy = (i64,) * 6  # p_bg, p_fg, p_diff, radius, seed, frame_no
+    blink = (a(f32, 2), a(u8, 2), f64, f64, f64)  # blink, post, gain, up, down
+    outputs = (a(f32, 2), a(u8, 2), a(u8, 2), a(i64, 1))  # score, mask, nbr_mask, stepped
+    return {
+        "olkn_frame": state + olkn + policy + outputs + blink,
+        "norma_frame": state + norma + policy + outputs + blink,
+        "score_frame": state + (f64, a(f32, 2), a(f64, 2), a(f64, 2), a(u8, 2), a(u8, 2), a(f32, 2), a(u8, 2),
+                                a(u8, 2), f64, f64, f64),
+        "olkn_update_frame": state + olkn + (a(f64, 2), a(f64, 2), a(u8, 2)) + policy + (a(i64, 1),),
+        "norma_update_frame": state + norma + (a(f64, 2), a(u8, 2)) + policy + (a(i64, 1),),
+        "gather_grid": (a(u8, 4), a(f32, 3), a(i32, 3), a(i64, 1), a(i64, 1), a(u8, 3), a(f32, 2), a(i32, 2)),
+    }
+
+
+def compile_ptx_all(cc: tuple[int, int] = (9, 0)) -> dict[str, int]:
+    """Compile every kernel to PTX for compute capability ``cc`` (numba-cuda and its NVVM, no GPU needed: a check
+    that the CPU engine's functions compile for the device); returns each kernel's PTX size in bytes."""
+    global _cuda
+    from numba import cuda
+    from numba.cuda import dispatcher
+
+    _cuda = cuda
+    # the device functions compile for the current device; without one, for ``cc``
+    current = dispatcher.get_current_device
+    dispatcher.get_current_device = lambda: _pytypes.SimpleNamespace(compute_capability=cc)
+    try:
+        sizes = {}
+        for f in _KERNEL_FUNCTIONS:
+            ptx, _ = cuda.compile_ptx(_rebind(f), signatures()[f.__name__], cc=cc)
+            sizes[f.__name__] = len(ptx)
+        return sizes
+    finally:
+        dispatcher.get_current_device = current
+        _DEVICE.clear()  # compiled for ``cc``, not for this machine's device
