@@ -364,6 +364,25 @@ class CudaEngine:
         self._sync_score()
         return super().getScoreMap()
 
+    def getBackgroundImage(self) -> np.ndarray | None:
+        return self._reading(super().getBackgroundImage)
+
+    def save(self, path):
+        """Write the model to ``path`` (an ``.npz`` checkpoint of the CPU engine's arrays, which either engine
+        loads)."""
+        return self._reading(super().save, path)
+
+    def _reading(self, method, *args):
+        """``method(*args)``, which only reads the state: downloaded first, not uploaded again after."""
+        d = self.__dict__
+        self._download_state()
+        internal = d.get("_internal", False)
+        d["_internal"] = True
+        try:
+            return method(*args)
+        finally:
+            d["_internal"] = internal
+
     @classmethod
     def load(cls, path):
         """The subtractor saved in ``path`` (either engine's checkpoint), on the GPU."""

@@ -8,6 +8,7 @@ for it is one clear error. Skipped where numba-cuda is not installed.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -214,13 +215,13 @@ def test_kernels_compile_for_the_gpu():
     # the simulator runs the kernels as Python: that the very same functions compile for a GPU is checked apart,
     # to PTX for compute capability 9.0 (numba-cuda's NVVM, no GPU needed; skipped where NVVM is not installed)
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    code = "from bgsub.models._cuda_kernels import compile_ptx_all\nprint(sorted(compile_ptx_all().items()))\n"
+    code = "import json\nfrom bgsub.models._cuda_kernels import compile_ptx_all\nprint(json.dumps(compile_ptx_all()))\n"
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
                          timeout=1200)
     if out.returncode != 0 and "nvvm" in out.stderr.lower():
         pytest.skip("numba-cuda's NVVM (the CUDA toolkit's compiler) is not installed")
     assert out.returncode == 0, out.stderr[-2000:]
-    sizes = dict(eval(out.stdout))  # noqa: S307 - our own output: [(name, bytes), ...]
+    sizes = json.loads(out.stdout.strip().splitlines()[-1])
     assert set(sizes) == {"olkn_frame", "norma_frame", "score_frame", "olkn_update_frame", "norma_update_frame",
                           "gather_grid"}
     assert min(sizes.values()) > 1000
