@@ -41,7 +41,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 import bgsub  # noqa: E402
-from bgsub.commands.bench import load_frames  # noqa: E402
+from bgsub.benchmark import load_frames  # noqa: E402
 
 #: The stages around the model switched off: what ``model`` times.
 MODEL_ONLY = {"stabilise": "off", "illumination": "off", "median": 0, "median_max": 0, "min_area": 0,

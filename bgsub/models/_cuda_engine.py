@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from bgsub.models import _cuda_kernels as ck
-from bgsub.models import _illumination
+from bgsub.models import _illumination, _state
 from bgsub.models.norma import NORMASubtractor
 from bgsub.models.olkn import OLKNSubtractor
 from learners.expansion import needs_renormalise
@@ -313,12 +313,11 @@ class CudaEngine:
         d["_host_ahead"] = True
         d["_dev_ahead"] = False
 
-    def _compensate_illumination(self, img: np.ndarray) -> np.ndarray:
+    def _estimate_gain(self, img: np.ndarray) -> float | None:
         d = self.__dict__
-        if (d.get("_dev") is not None and d.get("_dev_ahead", False) and self.params["illumination"] != "off"
-                and self.n_frames_ > 0):
+        if d.get("_dev") is not None and d.get("_dev_ahead", False):
             d["_dev"].download_grid(d)  # the host's arrays hold the device's state at the grid, all it reads
-        return super()._compensate_illumination(img)
+        return super()._estimate_gain(img)
 
     def _advance_scale(self) -> None:
         d = self.__dict__
@@ -335,11 +334,24 @@ class CudaEngine:
         dev = self._ready(img)
         H, W = img.shape[:2]
         _, gain, up, down = self._blink_args(learn)
-        ck.launch(kernels().score_frame, H, dev.threads, dev.frame, dev.samples, dev.coef, dev.ring, dev.rho,
-                  float(self.scale_), dev.device_lut(self.lut()), float(self._score_offset), dev.score, dev.f,
-                  dev.oldest, dev.mask, dev.own, dev.blink, dev.prev, dev.post, float(gain), float(up), float(down))
+        ck.launch(kernels().score_frame, H, dev.threads, *self._state_args(dev), float(self._score_offset), dev.score,
+                  dev.f, dev.oldest, dev.mask, dev.own, dev.blink, dev.prev, dev.post, float(gain), float(up),
+                  float(down))
         dev.mask.copy_to_host(self._rawmask)
         self._ran()
+
+    def _state_args(self, dev: _DeviceState) -> tuple:
+        """The kernels' first arguments: ``frame, samples, coef, ring, rho, scale, lut``."""
+        return (dev.frame, dev.samples, dev.coef, dev.ring, dev.rho, float(self.scale_), dev.device_lut(self.lut()))
+
+    def _policy(self, p_bg: int, p_fg: int, p_diff: int) -> tuple:
+        """``p_bg, p_fg, p_diff, radius, seed, frame_no`` (:func:`bgsub.models._state.policy`)."""
+        return _state.policy(p_bg, p_fg, p_diff, self.params, self.n_frames_)
+
+    def _feedback_args(self, dev: _DeviceState) -> tuple:
+        """``blink, post, gain, up, down`` of a learning frame."""
+        _, gain, up, down = self._blink_args()
+        return dev.blink, dev.post, float(gain), float(up), float(down)
 
     def _update_mask(self, dev: _DeviceState, mask: np.ndarray):
         return dev.own if mask is self._own else dev.put_ext(mask)
@@ -401,25 +413,20 @@ class CudaOLKNSubtractor(CudaEngine, OLKNSubtractor):
     def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
         if self.__dict__.get("_host_phase", False):
             return super()._frame(img, p_bg, p_fg, p_diff, mask_out, nbr_mask)
-        p = self.params
         dev = self._ready(img)
         nbr = self._nbr(dev, nbr_mask)
-        _, gain, up, down = self._blink_args()
-        ck.launch(kernels().olkn_frame, img.shape[0], dev.threads, dev.frame, dev.samples, dev.coef, dev.ring,
-                  dev.rho, float(self.scale_), dev.device_lut(self.lut()), p["r"], p["nu"], p["C"],
-                  *self._rho_args(), p_bg, p_fg, p_diff, p["diffuse_radius"], p["seed"], int(self.n_frames_),
-                  dev.score, dev.mask, nbr, dev.stepped, dev.blink, dev.post, float(gain), float(up), float(down))
+        ck.launch(kernels().olkn_frame, img.shape[0], dev.threads, *self._state_args(dev),
+                  *_state.olkn_rule(self.params), *self._policy(p_bg, p_fg, p_diff), dev.score, dev.mask, nbr,
+                  dev.stepped, *self._feedback_args(dev))
         self._after_frame(dev, nbr, mask_out)
 
     def _update(self, img, mask, p_bg, p_fg, p_diff):
         if self.__dict__.get("_host_phase", False):
             return super()._update(img, mask, p_bg, p_fg, p_diff)
-        p = self.params
         dev = self._dev
-        ck.launch(kernels().olkn_update_frame, img.shape[0], dev.threads, dev.frame, dev.samples, dev.coef, dev.ring,
-                  dev.rho, float(self.scale_), dev.device_lut(self.lut()), p["r"], p["nu"], p["C"],
-                  *self._rho_args(), dev.f, dev.oldest, self._update_mask(dev, mask), p_bg, p_fg, p_diff,
-                  p["diffuse_radius"], p["seed"], int(self.n_frames_), dev.stepped)
+        ck.launch(kernels().olkn_update_frame, img.shape[0], dev.threads, *self._state_args(dev),
+                  *_state.olkn_rule(self.params), dev.f, dev.oldest, self._update_mask(dev, mask),
+                  *self._policy(p_bg, p_fg, p_diff), dev.stepped)
         self._after_update(dev)
 
 
@@ -430,25 +437,20 @@ class CudaNORMASubtractor(CudaEngine, NORMASubtractor):
     def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
         if self.__dict__.get("_host_phase", False):
             return super()._frame(img, p_bg, p_fg, p_diff, mask_out, nbr_mask)
-        p = self.params
         dev = self._ready(img)
         nbr = self._nbr(dev, nbr_mask)
-        _, gain, up, down = self._blink_args()
-        ck.launch(kernels().norma_frame, img.shape[0], dev.threads, dev.frame, dev.samples, dev.coef, dev.ring,
-                  dev.rho, float(self.scale_), dev.device_lut(self.lut()), p["eta"], p["lam"], p["nu"], p_bg, p_fg,
-                  p_diff, p["diffuse_radius"], p["seed"], int(self.n_frames_), dev.score, dev.mask, nbr, dev.stepped,
-                  dev.blink, dev.post, float(gain), float(up), float(down))
+        ck.launch(kernels().norma_frame, img.shape[0], dev.threads, *self._state_args(dev),
+                  *_state.norma_rule(self.params), *self._policy(p_bg, p_fg, p_diff), dev.score, dev.mask, nbr,
+                  dev.stepped, *self._feedback_args(dev))
         self._after_frame(dev, nbr, mask_out)
 
     def _update(self, img, mask, p_bg, p_fg, p_diff):
         if self.__dict__.get("_host_phase", False):
             return super()._update(img, mask, p_bg, p_fg, p_diff)
-        p = self.params
         dev = self._dev
-        ck.launch(kernels().norma_update_frame, img.shape[0], dev.threads, dev.frame, dev.samples, dev.coef,
-                  dev.ring, dev.rho, float(self.scale_), dev.device_lut(self.lut()), p["eta"], p["lam"], p["nu"],
-                  dev.f, self._update_mask(dev, mask), p_bg, p_fg, p_diff, p["diffuse_radius"], p["seed"],
-                  int(self.n_frames_), dev.stepped)
+        ck.launch(kernels().norma_update_frame, img.shape[0], dev.threads, *self._state_args(dev),
+                  *_state.norma_rule(self.params), dev.f, self._update_mask(dev, mask),
+                  *self._policy(p_bg, p_fg, p_diff), dev.stepped)
         self._after_update(dev)
 
 
