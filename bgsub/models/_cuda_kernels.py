@@ -40,10 +40,10 @@ import warnings
 import numpy as np
 from numba.core.registry import CPUDispatcher
 
-from bgsub.models._frame_kernels import _diffusion_source, _emit, _level, _selected
+from bgsub.models._frame_kernels import _diffusion_source, _emit, _level, _olkn_update, _quantile_rho, _selected
 from learners.expansion import expansion_sum
 from learners.kernels import GAUSSIAN_LUT
-from learners.steps import RHO_QUANTILE, norma_novelty_update, olk_n_quantile_rho, olk_n_update
+from learners.steps import RHO_QUANTILE, norma_novelty_update
 
 __all__ = ["kernels", "device_function", "ROW_THREADS", "launch"]
 
@@ -131,31 +131,26 @@ def _pixel_sum(frame, samples, coef, ring, i, j, ii, jj, lut, scale):
 
 
 @_device
-def _olkn_pixel(i, j, frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo,
-                rho_hi, p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask, blink, post, gain, up,
-                down):
+def _olkn_pixel(i, j, frame, samples, coef, ring, rho, scale, lut, rule, policy, score, mask, feedback):
     """One OLK_N pixel of :func:`bgsub.models._frame_kernels.olkn_frame` (no texture): score, raw mask and blink,
     the quantile offset, the policy's draw, and the step on its own value or a background neighbour's
-    (:func:`bgsub.models._frame_kernels._olkn_step`). Returns whether it stepped."""
-    H = frame.shape[0]
-    W = frame.shape[1]
-    B = samples.shape[0]
-    p = i * W + j
+    (:func:`bgsub.models._frame_kernels._olkn_step`). ``rule``, ``policy``, ``feedback``: the frame kernels'
+    tuples (:mod:`bgsub.models._state`). Returns whether it stepped."""
     x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, i, j, i, j, lut, scale)
     rho0 = rho[i, j]
-    _emit(_level(1.0 + rho0, blink, i, j, gain) - f, blink, nbr_mask, post, i, j, gain, up, down, score, mask)
+    _emit(_level(1.0 + rho0, feedback, i, j) - f, feedback, i, j, score, mask)
     fg = 1.0 + rho0 - f > 0.0  # the policy reads the pixel's own decision, without the feedback
-    if rho_rule == RHO_QUANTILE:
-        rho0 = olk_n_quantile_rho(f, rho0, rho_eta, rho_nu, rho_lo, rho_hi)
+    if rule[3] == RHO_QUANTILE:
+        rho0 = _quantile_rho(f, rho0, rule)
         rho[i, j] = rho0
-    return _olkn_learn(_selected(fg, rg[1], B, p_bg, p_fg, seed, frame_no, p), i, j, x, f, oldest, frame, samples,
-                       coef, ring, rho, rho0, scale, lut, r, nu, C, rho_rule, p_diff, radius, seed, frame_no, nbr_mask,
-                       H, W)
+    sel = _selected(fg, rg[1], samples.shape[0], policy[0], policy[1], policy[4], policy[5], i * frame.shape[1] + j)
+    return _olkn_learn(sel, i, j, x, f, oldest, frame, samples, coef, ring, rho, rho0, scale, lut, rule, policy,
+                       feedback[1])
 
 
 @_device
-def _olkn_learn(selected, i, j, x, f, oldest, frame, samples, coef, ring, rho, rho0, scale, lut, r, nu, C, rho_rule,
-                p_diff, radius, seed, frame_no, nbr_mask, H, W):
+def _olkn_learn(selected, i, j, x, f, oldest, frame, samples, coef, ring, rho, rho0, scale, lut, rule, policy,
+                nbr_mask):
     """:func:`bgsub.models._frame_kernels._olkn_step` of pixel ``(i, j)``: on its own value when ``selected``,
     else, if drawn, on a neighbour's that ``nbr_mask`` classifies background; writes the offset. Returns whether
     it stepped."""
@@ -163,45 +158,49 @@ def _olkn_learn(selected, i, j, x, f, oldest, frame, samples, coef, ring, rho, r
     cf = coef[:, i, j]
     rg = ring[:, i, j]
     if not selected:
-        q = _diffusion_source(nbr_mask, i, j, H, W, radius, p_diff, seed, frame_no, i * W + j)
+        q = _neighbour(nbr_mask, i, j, frame.shape[0], frame.shape[1], policy)
         if q < 0:
             return False
-        x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, i, j, q // W, q % W, lut, scale)
-    a, new_rho = olk_n_update(x, f, oldest, sv, cf, rg, scale, r, nu, C, rho0, rho_rule, 1.0, 0.0)
+        x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, i, j, q // frame.shape[1],
+                                              q % frame.shape[1], lut, scale)
+    a, new_rho = _olkn_update(x, f, oldest, (sv, cf, rg), scale, rule, rho0)
     rho[i, j] = new_rho
     return True
 
 
 @_device
-def _norma_pixel(i, j, frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg, p_fg, p_diff, radius, seed,
-                 frame_no, score, mask, nbr_mask, blink, post, gain, up, down):
-    """One nu-NORMA pixel of :func:`bgsub.models._frame_kernels.norma_frame` (no texture). Returns whether it
-    stepped."""
-    H = frame.shape[0]
-    W = frame.shape[1]
-    x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, i, j, i, j, lut, scale)
-    rho0 = rho[i, j]
-    _emit(_level(rho0, blink, i, j, gain) - f, blink, nbr_mask, post, i, j, gain, up, down, score, mask)
-    fg = rho0 - f > 0.0  # the policy reads the pixel's own decision, without the feedback
-    sel = _selected(fg, 1 if rg[1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, i * W + j)
-    return _norma_learn(sel, i, j, x, f, frame, samples, coef, ring, rho, rho0, scale, lut, eta, lam, nu, p_diff,
-                        radius, seed, frame_no, nbr_mask, H, W)
+def _neighbour(nbr_mask, i, j, H, W, policy):
+    """:func:`bgsub.models._frame_kernels._diffusion_source` of pixel ``(i, j)`` under ``policy = (p_bg, p_fg,
+    p_diff, radius, seed, frame_no)``: the flat index of the neighbour whose value it learns, or -1."""
+    return _diffusion_source(nbr_mask, i, j, H, W, policy[3], policy[2], policy[4], policy[5], i * W + j)
 
 
 @_device
-def _norma_learn(selected, i, j, x, f, frame, samples, coef, ring, rho, rho0, scale, lut, eta, lam, nu, p_diff,
-                 radius, seed, frame_no, nbr_mask, H, W):
-    """:func:`bgsub.models._frame_kernels._norma_step` of pixel ``(i, j)``; writes the offset. Returns whether it
+def _norma_pixel(i, j, frame, samples, coef, ring, rho, scale, lut, rule, policy, score, mask, feedback):
+    """One nu-NORMA pixel of :func:`bgsub.models._frame_kernels.norma_frame` (no texture). Returns whether it
     stepped."""
+    x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, i, j, i, j, lut, scale)
+    rho0 = rho[i, j]
+    _emit(_level(rho0, feedback, i, j) - f, feedback, i, j, score, mask)
+    fg = rho0 - f > 0.0  # the policy reads the pixel's own decision, without the feedback
+    sel = _selected(fg, 1 if rg[1] > 0 else 0, 1, policy[0], policy[1], policy[4], policy[5], i * frame.shape[1] + j)
+    return _norma_learn(sel, i, j, x, f, frame, samples, coef, ring, rho, rho0, scale, lut, rule, policy, feedback[1])
+
+
+@_device
+def _norma_learn(selected, i, j, x, f, frame, samples, coef, ring, rho, rho0, scale, lut, rule, policy, nbr_mask):
+    """:func:`bgsub.models._frame_kernels._norma_step` of pixel ``(i, j)`` under ``rule = (eta, lam, nu)``; writes
+    the offset. Returns whether it stepped."""
     sv = samples[:, :, i, j]
     cf = coef[:, i, j]
     rg = ring[:, i, j]
     if not selected:
-        q = _diffusion_source(nbr_mask, i, j, H, W, radius, p_diff, seed, frame_no, i * W + j)
+        q = _neighbour(nbr_mask, i, j, frame.shape[0], frame.shape[1], policy)
         if q < 0:
             return False
-        x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, i, j, q // W, q % W, lut, scale)
-    alpha, new_rho = norma_novelty_update(x, f, sv, cf, rg, scale, eta, lam, nu, rho0, 0.0)
+        x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, i, j, q // frame.shape[1],
+                                              q % frame.shape[1], lut, scale)
+    alpha, new_rho = norma_novelty_update(x, f, sv, cf, rg, scale, rule[0], rule[1], rule[2], rho0, 0.0)
     rho[i, j] = new_rho
     return True
 
@@ -212,15 +211,17 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
                p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask, stepped, blink, post, gain, up,
                down):
     """:func:`bgsub.models._frame_kernels.olkn_frame` (no texture) on the device: row ``blockIdx.x``."""
+    rule = (r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi)
+    policy = (p_bg, p_fg, p_diff, radius, seed, frame_no)
+    feedback = (blink, nbr_mask, post, gain, up, down)
     i = cuda.blockIdx.x  # noqa: F821 (bound by _rebind)
     W = frame.shape[1]
     n = 0
     for j0 in range(0, W, cuda.blockDim.x):  # noqa: F821
         j = j0 + cuda.threadIdx.x  # noqa: F821
         done = 0
-        if j < W and _olkn_pixel(i, j, frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta,
-                                 rho_nu, rho_lo, rho_hi, p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask,
-                                 nbr_mask, blink, post, gain, up, down):
+        if j < W and _olkn_pixel(i, j, frame, samples, coef, ring, rho, scale, lut, rule, policy, score, mask,
+                                 feedback):
             done = 1
         n += cuda.syncthreads_count(done)  # noqa: F821
     if cuda.threadIdx.x == 0:  # noqa: F821
@@ -230,14 +231,17 @@ def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, 
 def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg, p_fg, p_diff, radius, seed,
                 frame_no, score, mask, nbr_mask, stepped, blink, post, gain, up, down):
     """:func:`bgsub.models._frame_kernels.norma_frame` (no texture) on the device: row ``blockIdx.x``."""
+    rule = (eta, lam, nu)
+    policy = (p_bg, p_fg, p_diff, radius, seed, frame_no)
+    feedback = (blink, nbr_mask, post, gain, up, down)
     i = cuda.blockIdx.x  # noqa: F821
     W = frame.shape[1]
     n = 0
     for j0 in range(0, W, cuda.blockDim.x):  # noqa: F821
         j = j0 + cuda.threadIdx.x  # noqa: F821
         done = 0
-        if j < W and _norma_pixel(i, j, frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg, p_fg,
-                                  p_diff, radius, seed, frame_no, score, mask, nbr_mask, blink, post, gain, up, down):
+        if j < W and _norma_pixel(i, j, frame, samples, coef, ring, rho, scale, lut, rule, policy, score, mask,
+                                  feedback):
             done = 1
         n += cuda.syncthreads_count(done)  # noqa: F821
     if cuda.threadIdx.x == 0:  # noqa: F821
@@ -247,6 +251,7 @@ def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg,
 def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_out, oldest_out, mask, own, blink, prev,
                 post, gain, up, down):
     """:func:`bgsub.models._frame_kernels.score_frame` (no texture) on the device: no learning."""
+    feedback = (blink, prev, post, gain, up, down)
     i = cuda.blockIdx.x  # noqa: F821
     W = frame.shape[1]
     for j0 in range(0, W, cuda.blockDim.x):  # noqa: F821
@@ -257,17 +262,17 @@ def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_ou
             oldest_out[i, j] = oldest
             level = offset + rho[i, j]
             own[i, j] = 255 if level - f > 0.0 else 0
-            _emit(_level(level, blink, i, j, gain) - f, blink, prev, post, i, j, gain, up, down, score, mask)
+            _emit(_level(level, feedback, i, j) - f, feedback, i, j, score, mask)
 
 
 def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi,
                       f_in, oldest_in, mask, p_bg, p_fg, p_diff, radius, seed, frame_no, stepped):
     """:func:`bgsub.models._frame_kernels.olkn_update_frame` (no texture) on the device: the pixels ``mask``
     selects step (the second pass after :func:`score_frame`)."""
+    rule = (r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi)
+    policy = (p_bg, p_fg, p_diff, radius, seed, frame_no)
     i = cuda.blockIdx.x  # noqa: F821
-    H = frame.shape[0]
     W = frame.shape[1]
-    B = samples.shape[0]
     n = 0
     for j0 in range(0, W, cuda.blockDim.x):  # noqa: F821
         j = j0 + cuda.threadIdx.x  # noqa: F821
@@ -275,11 +280,11 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho
         if j < W:
             rho0 = rho[i, j]
             if rho_rule == RHO_QUANTILE:
-                rho0 = olk_n_quantile_rho(f_in[i, j], rho0, rho_eta, rho_nu, rho_lo, rho_hi)
+                rho0 = _quantile_rho(f_in[i, j], rho0, rule)
                 rho[i, j] = rho0
-            sel = _selected(mask[i, j] != 0, ring[1, i, j], B, p_bg, p_fg, seed, frame_no, i * W + j)
+            sel = _selected(mask[i, j] != 0, ring[1, i, j], samples.shape[0], p_bg, p_fg, seed, frame_no, i * W + j)
             if _olkn_learn(sel, i, j, frame[i, j], f_in[i, j], oldest_in[i, j], frame, samples, coef, ring, rho, rho0,
-                           scale, lut, r, nu, C, rho_rule, p_diff, radius, seed, frame_no, mask, H, W):
+                           scale, lut, rule, policy, mask):
                 done = 1
         n += cuda.syncthreads_count(done)  # noqa: F821
     if cuda.threadIdx.x == 0:  # noqa: F821
@@ -289,8 +294,9 @@ def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho
 def norma_update_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, f_in, mask, p_bg, p_fg, p_diff,
                        radius, seed, frame_no, stepped):
     """:func:`bgsub.models._frame_kernels.norma_update_frame` (no texture) on the device."""
+    rule = (eta, lam, nu)
+    policy = (p_bg, p_fg, p_diff, radius, seed, frame_no)
     i = cuda.blockIdx.x  # noqa: F821
-    H = frame.shape[0]
     W = frame.shape[1]
     n = 0
     for j0 in range(0, W, cuda.blockDim.x):  # noqa: F821
@@ -299,7 +305,7 @@ def norma_update_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu
         if j < W:
             sel = _selected(mask[i, j] != 0, 1 if ring[1, i, j] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, i * W + j)
             if _norma_learn(sel, i, j, frame[i, j], f_in[i, j], frame, samples, coef, ring, rho, rho[i, j], scale, lut,
-                            eta, lam, nu, p_diff, radius, seed, frame_no, mask, H, W):
+                            rule, policy, mask):
                 done = 1
         n += cuda.syncthreads_count(done)  # noqa: F821
     if cuda.threadIdx.x == 0:  # noqa: F821
