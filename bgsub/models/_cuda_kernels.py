@@ -3,9 +3,10 @@
 One truth for the mathematics: nothing here restates a rule. The per-pixel
 pieces -- the expansion's sum and push (:mod:`learners.expansion`), the update
 rules and offsets (:func:`learners.steps.olk_n_update`,
-:func:`learners.steps.norma_novelty_update`, :func:`learners.steps.olk_n_quantile_rho`),
-the blink feedback, the update policy's hash draws and the neighbour diffusion
-(:mod:`bgsub.models._frame_kernels`) -- are the jitted CPU functions' Python
+:func:`learners.steps.norma_novelty_update`, :func:`learners.steps.olk_n_quantile_rho`, through the
+frame loops' ``_olkn_update`` and ``_quantile_rho``), the blink feedback, the update policy's hash
+draws and the neighbour diffusion (:mod:`bgsub.models._frame_kernels`, with its rule, policy and
+feedback tuples) -- are the jitted CPU functions' Python
 sources (``.py_func``) compiled again by numba-cuda as device functions
 (:func:`device_function`: every jitted function a source calls is converted the
 same way). What is written here is only the frame loop around them, which on the
