@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from bgsub.devices import DEVICES
 from bgsub.models import _cuda_kernels as ck
 from bgsub.models import _illumination, _state
 from bgsub.models.norma import NORMASubtractor
@@ -40,8 +41,6 @@ from learners.expansion import needs_renormalise
 __all__ = ["DEVICES", "DeviceError", "CudaEngine", "CudaOLKNSubtractor", "CudaNORMASubtractor", "to_device",
            "device_of", "check_device", "cuda_runtime", "INSTALL_HINT"]
 
-#: Where a model's per-pixel learners run.
-DEVICES = ("cpu", "cuda")
 #: How to install the GPU engine's dependency (the project's optional extra).
 INSTALL_HINT = 'pip install -e ".[cuda]" (or pip install "numba-cuda[cu12]")'
 
