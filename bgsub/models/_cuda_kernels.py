@@ -5,8 +5,8 @@ pieces -- the expansion's sum and push (:mod:`learners.expansion`), the update
 rules and offsets (:func:`learners.steps.olk_n_update`,
 :func:`learners.steps.norma_novelty_update`, :func:`learners.steps.olk_n_quantile_rho`, through the
 frame loops' ``_olkn_update`` and ``_quantile_rho``), the blink feedback, the update policy's hash
-draws and the neighbour diffusion (:mod:`bgsub.models._frame_kernels`, with its rule, policy and
-feedback tuples) -- are the jitted CPU functions' Python
+draws and the neighbour diffusion (:mod:`bgsub.models._frame_kernels`, olkn's rule as its
+tuple) -- are the jitted CPU functions' Python
 sources (``.py_func``) compiled again by numba-cuda as device functions
 (:func:`device_function`: every jitted function a source calls is converted the
 same way). What is written here is only the frame loop around them, which on the
@@ -132,6 +132,15 @@ def _pixel_sum(frame, samples, coef, ring, i, j, ii, jj, lut, scale):
 
 
 @_device
+def _decide(level, f, feedback, i, j, score, mask):
+    """Pixel ``(i, j)``'s score ``level - f``, its decision level lowered where it blinks
+    (:func:`bgsub.models._frame_kernels._level`), written with its raw mask and blink accumulator
+    (:func:`bgsub.models._frame_kernels._emit`); ``feedback = (blink, prev, post, gain, up, down)``."""
+    blink, prev, post, gain, up, down = feedback
+    _emit(_level(level, blink, i, j, gain) - f, blink, prev, post, i, j, gain, up, down, score, mask)
+
+
+@_device
 def _olkn_pixel(i, j, frame, samples, coef, ring, rho, scale, lut, rule, policy, score, mask, feedback):
     """One OLK_N pixel of :func:`bgsub.models._frame_kernels.olkn_frame` (no texture): score, raw mask and blink,
     the quantile offset, the policy's draw, and the step on its own value or a background neighbour's
@@ -139,7 +148,7 @@ def _olkn_pixel(i, j, frame, samples, coef, ring, rho, scale, lut, rule, policy,
     tuples (:mod:`bgsub.models._state`). Returns whether it stepped."""
     x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, i, j, i, j, lut, scale)
     rho0 = rho[i, j]
-    _emit(_level(1.0 + rho0, feedback, i, j) - f, feedback, i, j, score, mask)
+    _decide(1.0 + rho0, f, feedback, i, j, score, mask)
     fg = 1.0 + rho0 - f > 0.0  # the policy reads the pixel's own decision, without the feedback
     if rule[3] == RHO_QUANTILE:
         rho0 = _quantile_rho(f, rho0, rule)
@@ -182,7 +191,7 @@ def _norma_pixel(i, j, frame, samples, coef, ring, rho, scale, lut, rule, policy
     stepped."""
     x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, i, j, i, j, lut, scale)
     rho0 = rho[i, j]
-    _emit(_level(rho0, feedback, i, j) - f, feedback, i, j, score, mask)
+    _decide(rho0, f, feedback, i, j, score, mask)
     fg = rho0 - f > 0.0  # the policy reads the pixel's own decision, without the feedback
     sel = _selected(fg, 1 if rg[1] > 0 else 0, 1, policy[0], policy[1], policy[4], policy[5], i * frame.shape[1] + j)
     return _norma_learn(sel, i, j, x, f, frame, samples, coef, ring, rho, rho0, scale, lut, rule, policy, feedback[1])
@@ -263,7 +272,7 @@ def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_ou
             oldest_out[i, j] = oldest
             level = offset + rho[i, j]
             own[i, j] = 255 if level - f > 0.0 else 0
-            _emit(_level(level, feedback, i, j) - f, feedback, i, j, score, mask)
+            _decide(level, f, feedback, i, j, score, mask)
 
 
 def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi,
