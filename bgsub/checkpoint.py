@@ -18,7 +18,8 @@ another layout is refused with a clear message, unless the class converts it wit
 ``_upgrade_checkpoint(layout, params, arrays) -> (params, arrays)`` (None: cannot). A parameter that joined
 without changing the state layout is listed in the class's ``_ADDED_PARAMS`` with the value that behaves as
 the versions before it, which a checkpoint that lacks it continues with; a scalar that joined the state so is
-listed in ``_ADDED_SCALARS`` and continues from its initial value. OpenCV's subtractors (``knn``,
+listed in ``_ADDED_SCALARS`` and continues from its initial value, an array so in ``_ADDED_ARRAYS`` (its
+allocated value). OpenCV's subtractors (``knn``,
 ``mog2``) keep their model inside OpenCV and cannot be saved.
 """
 
@@ -301,7 +302,7 @@ def load(path: str | os.PathLike, algorithm: str | None = None):
         for name in array_names:
             fresh = getattr(sub, name, None)
             if name not in arrays:
-                if fresh is not None:
+                if fresh is not None and name not in getattr(type(sub), "_ADDED_ARRAYS", ()):
                     raise CheckpointError(f"{path} lacks the state array {name!r} of {algo}")
                 continue
             saved = arrays[name]

@@ -26,7 +26,7 @@ import cv2
 import numpy as np
 
 from bgsub.models import _oem_frame
-from bgsub.models._restore import check_state_array, without_removed_params
+from bgsub.models._restore import check_mask, check_state_array, without_removed_params
 from bgsub.models.params import COMMON_PARAMS, from_preset, with_defaults
 from bgsub.models.staged import StagedSubtractor
 from bgsub.pipeline.stages import gain_against
@@ -102,11 +102,13 @@ class OEMSubtractor(StagedSubtractor):
     _SPECS = OEM_PARAMS
 
     #: State that checkpoints save (:class:`bgsub.checkpoint.Checkpointable`).
-    _STATE_ARRAYS = ("s0_", "s1_", "s2_", "stabilise_reference_")
+    _STATE_ARRAYS = ("s0_", "s1_", "s2_", "prev_mask_", "stabilise_reference_")
     _STATE_SCALARS = ("n_frames_", "n_updates_", "stabilise_saturated_", "gain_")
     #: The stages' parameters and state joined since checkpoints of layout 2 were first written: off.
     _ADDED_PARAMS: dict[str, Any] = {"stabilise": "off", "stabilise_max": 8, "illumination": "off"}
     _ADDED_SCALARS = ("stabilise_saturated_", "gain_")
+    #: ... and the previous raw mask the gain is estimated on (a checkpoint without it: an empty mask).
+    _ADDED_ARRAYS = ("prev_mask_",)
     #: 2: statistics only, (H, K, ., W) (1: (H, W, K, .) with the M-step caches, before November 2026).
     _STATE_LAYOUT = 2
     _ALGORITHM = "oem"
@@ -121,6 +123,7 @@ class OEMSubtractor(StagedSubtractor):
         if self.s0_ is None:
             return
         margin = 1.01
+        check_mask("prev_mask_", self._rawmask)
         if self.stabilise_reference_ is not None:
             check_state_array("stabilise_reference_", self.stabilise_reference_, 0.0, 255.0)
         check_state_array("s0_", self.s0_, 0.0, margin)
@@ -156,6 +159,15 @@ class OEMSubtractor(StagedSubtractor):
         self.s2_ = np.zeros((H, K, V, W), np.float32)
         self._score = np.zeros((H, W), np.float32)
         self._rawmask = np.zeros((H, W), np.uint8)
+
+    @property
+    def prev_mask_(self) -> np.ndarray | None:
+        """The last frame's raw mask (the next frame's illumination gain is estimated where it is background)."""
+        return self._rawmask
+
+    @prev_mask_.setter
+    def prev_mask_(self, value: np.ndarray | None) -> None:
+        self._rawmask = value
 
     def _model_ready(self) -> bool:
         return self.s0_ is not None and self.n_frames_ > 0

@@ -107,7 +107,7 @@ def test_state_arrays_params_and_registry():
     assert not sub.empty() and sub.getDefaultName() == "BackgroundSubtractor_OEMSubtractor"
     sub.apply(_frames(1)[0])
     shapes = {name: getattr(sub, name).shape for name in OEMSubtractor._STATE_ARRAYS}
-    assert shapes == {"s0_": (24, 4, 40), "s1_": (24, 4, 1, 40), "s2_": (24, 4, 1, 40),
+    assert shapes == {"s0_": (24, 4, 40), "s1_": (24, 4, 1, 40), "s2_": (24, 4, 1, 40), "prev_mask_": (24, 40),
                       "stabilise_reference_": (24, 40)}
     assert "oem" in bgsub.algorithms()
     assert {p.name for p in bgsub.param_specs("oem")} == {p.name for p in OEM_PARAMS}
