@@ -21,7 +21,7 @@ from bgsub.models import _illumination, _state, _texture
 from bgsub.models._bootstrap import init_from_neighbours
 from bgsub.models._restore import check_kernel_state, upgrade_feedback_layout, without_removed_params
 from bgsub.models.params import (COMMON_PARAMS, FEEDBACK_PARAMS, REMOVED_CHOICES, REMOVED_PARAMS,  # noqa: F401
-                                 TEXTURE_PARAMS, from_preset, with_defaults)
+                                 TEXTURE_PARAMS, from_preset, on_device, with_defaults)
 from bgsub.models.staged import StagedSubtractor
 from learners._numba_cache import is_cached
 from learners.expansion import needs_renormalise

@@ -17,7 +17,7 @@ import numpy as np
 from bgsub.models import _frame_kernels as fk
 from bgsub.models import _state
 from bgsub.models.base import (COMMON_PARAMS, FEEDBACK_PARAMS, TEXTURE_PARAMS, PixelKernelSubtractor,
-                               from_preset, with_defaults)
+                               from_preset, on_device, with_defaults)
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
 from learners.steps import norma_decay
 
@@ -151,12 +151,7 @@ class NORMASubtractor(PixelKernelSubtractor):
 def createNORMA(preset: str | None = None, device: str = "cpu", **params) -> NORMASubtractor:
     """Build a nu-NORMA subtractor; ``preset="paper"`` starts from the paper's setting. ``device="cuda"`` runs its
     learners on an NVIDIA GPU (:mod:`bgsub.models._cuda_engine`)."""
-    sub = from_preset(NORMASubtractor, "norma", NORMA_PRESETS, preset, params)
-    if device == "cpu":
-        return sub
-    from bgsub.models._cuda_engine import check_device, to_device  # (numba-cuda: an optional extra)
-
-    return to_device(sub, check_device(device))
+    return on_device(from_preset(NORMASubtractor, "norma", NORMA_PRESETS, preset, params), device)
 
 
 register(AlgorithmInfo(name="norma", factory=createNORMA, params=NORMA_PARAMS,

@@ -18,7 +18,7 @@ from bgsub.models import _bounded_frame as bf
 from bgsub.models import _frame_kernels as fk
 from bgsub.models import _state
 from bgsub.models.base import (COMMON_PARAMS, FEEDBACK_PARAMS, TEXTURE_PARAMS, PixelKernelSubtractor,
-                               from_preset, with_defaults)
+                               from_preset, on_device, with_defaults)
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
 from bgsub.models._state import OLKN_RHO_RULES
 from learners.steps import olk_decay
@@ -228,12 +228,7 @@ class OLKNSubtractor(PixelKernelSubtractor):
 def createOLKN(preset: str | None = None, device: str = "cpu", **params) -> OLKNSubtractor:
     """Build an OLK_N subtractor; ``preset="paper"`` starts from the paper's setting. ``device="cuda"`` runs its
     learners on an NVIDIA GPU (:mod:`bgsub.models._cuda_engine`)."""
-    sub = from_preset(OLKNSubtractor, "olkn", OLKN_PRESETS, preset, params)
-    if device == "cpu":
-        return sub
-    from bgsub.models._cuda_engine import check_device, to_device  # (numba-cuda: an optional extra)
-
-    return to_device(sub, check_device(device))
+    return on_device(from_preset(OLKNSubtractor, "olkn", OLKN_PRESETS, preset, params), device)
 
 
 register(AlgorithmInfo(name="olkn", factory=createOLKN, params=OLKN_PARAMS,

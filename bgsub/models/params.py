@@ -14,7 +14,7 @@ from typing import Any
 
 from bgsub.registry import ParamSpec
 
-__all__ = ["COMMON_PARAMS", "FEEDBACK_PARAMS", "TEXTURE_PARAMS", "REMOVED_PARAMS", "REMOVED_CHOICES",
+__all__ = ["on_device", "COMMON_PARAMS", "FEEDBACK_PARAMS", "TEXTURE_PARAMS", "REMOVED_PARAMS", "REMOVED_CHOICES",
            "with_defaults", "checked_params", "from_preset"]
 
 #: Parameters shared by every kernel subtractor (pre- and post-processing, policy).
@@ -144,3 +144,13 @@ def from_preset(factory, algorithm: str, presets: dict[str, dict[str, Any]], pre
         values.update(presets[preset])
     values.update(params)
     return factory(**values)
+
+
+def on_device(sub, device: str):
+    """``sub`` on ``device``: itself for ``"cpu"``, else moved to the GPU engine (:mod:`bgsub.models._cuda_engine`,
+    imported only then: numba-cuda is an optional extra)."""
+    if device == "cpu":
+        return sub
+    from bgsub.models._cuda_engine import check_device, to_device
+
+    return to_device(sub, check_device(device))
