@@ -127,27 +127,32 @@ class _DeviceBacked:
 
 
 class _DeviceState:
-    """The device arrays of one model (:mod:`bgsub.models._cuda_kernels`'s layout) and its transfers."""
+    """The device arrays of one model (:mod:`bgsub.models._cuda_kernels`'s layout), its transfers and the
+    median."""
 
     def __init__(self, cuda, H: int, W: int, B: int, C: int) -> None:
         e = cuda.device_array
         self.cuda = cuda
+        self.kernels = ck.kernels(cuda)
         self.shape = (H, W, B, C)
         self.frame = e((H, W, C), np.uint8)
-        self.samples = e((B, C, H, W), np.uint8)
-        self.coef = e((B, H, W), np.float32)
-        self.ring = e((2, H, W), np.int32)
-        self.rho = e((H, W), np.float64)
+        #: the kernels' ``state`` tuple: samples, coef, ring, rho
+        self.state = (e((B, C, H, W), np.uint8), e((B, H, W), np.float32), e((2, H, W), np.int32),
+                      e((H, W), np.float64))
         self.blink = e((H, W), np.float32)
         self.prev = e((H, W), np.uint8)  # the previous learning frame's raw mask (host: prev_mask_)
         self.mask = e((H, W), np.uint8)  # this frame's raw mask
+        self.raw = None  # the one of the two that holds the last raw mask
         self.post = e((H, W), np.uint8)  # host: post_mask_
-        self.ext = e((H, W), np.uint8)  # a mask given from the host (the post-processed mask of update_mask="post")
+        self.ext = e((H, W), np.uint8)  # a mask given from the host (norma's post-processed mask)
         self.own = e((H, W), np.uint8)
         self.score = e((H, W), np.float32)
         self.f = e((H, W), np.float64)
         self.oldest = e((H, W), np.float64)
         self.stepped = e(H, np.int64)
+        self.counts = e((H, W), np.int32)  # the median's column counts
+        self.median_out = e((H, W), np.uint8)
+        self.median_host = None  # the host's copy of the last median (median_out)
         self.threads = ck.row_threads(W)
         self._lut_host = None
         self.lut = None
@@ -155,20 +160,23 @@ class _DeviceState:
 
     def upload(self, h: dict) -> None:
         """The host's state (``h``: the model's ``__dict__``) to the device."""
-        self.samples.copy_to_device(np.ascontiguousarray(h["samples_"].transpose(2, 3, 0, 1)))
-        self.coef.copy_to_device(np.ascontiguousarray(h["coef_"].transpose(2, 0, 1)))
-        self.ring.copy_to_device(np.ascontiguousarray(h["ring_"].transpose(2, 0, 1), dtype=np.int32))
-        self.rho.copy_to_device(np.ascontiguousarray(h["rho_"]))
+        samples, coef, ring, rho = self.state
+        samples.copy_to_device(np.ascontiguousarray(h["samples_"].transpose(2, 3, 0, 1)))
+        coef.copy_to_device(np.ascontiguousarray(h["coef_"].transpose(2, 0, 1)))
+        ring.copy_to_device(np.ascontiguousarray(h["ring_"].transpose(2, 0, 1), dtype=np.int32))
+        rho.copy_to_device(np.ascontiguousarray(h["rho_"]))
         self.blink.copy_to_device(np.ascontiguousarray(h["blink_"]))
         self.prev.copy_to_device(np.ascontiguousarray(h["prev_mask_"]))
         self.post.copy_to_device(np.ascontiguousarray(h["post_mask_"]))
+        self.raw = None
 
     def download(self, h: dict) -> None:
         """The device's state into the host's arrays (in place: references to them stay valid)."""
-        h["samples_"][...] = self.samples.copy_to_host().transpose(2, 3, 0, 1)
-        h["coef_"][...] = self.coef.copy_to_host().transpose(1, 2, 0)
-        h["ring_"][...] = self.ring.copy_to_host().transpose(1, 2, 0)
-        self.rho.copy_to_host(h["rho_"])
+        samples, coef, ring, rho = self.state
+        h["samples_"][...] = samples.copy_to_host().transpose(2, 3, 0, 1)
+        h["coef_"][...] = coef.copy_to_host().transpose(1, 2, 0)
+        h["ring_"][...] = ring.copy_to_host().transpose(1, 2, 0)
+        rho.copy_to_host(h["rho_"])
         self.blink.copy_to_host(h["blink_"])
 
     def download_grid(self, h: dict) -> None:
@@ -184,8 +192,7 @@ class _DeviceState:
             self._grid = (rows, cols, self.cuda.to_device(rows), self.cuda.to_device(cols), e((G, B, C), np.uint8),
                           e((G, B), np.float32), e((G, 2), np.int32))
         rows, cols, drows, dcols, gs, gc, gr = self._grid
-        ck.launch(kernels().gather_grid, -(-rows.size // 128), 128, self.samples, self.coef, self.ring, drows, dcols,
-                  gs, gc, gr)
+        ck.launch(self.kernels.gather_grid, -(-rows.size // 128), 128, self.state, drows, dcols, gs, gc, gr)
         h["samples_"][rows, cols] = gs.copy_to_host()
         h["coef_"][rows, cols] = gc.copy_to_host()
         h["ring_"][rows, cols] = gr.copy_to_host()
@@ -197,18 +204,34 @@ class _DeviceState:
             self._lut_host = lut
         return self.lut
 
-    def put_ext(self, mask: np.ndarray):
-        """A host mask (H, W) uploaded into the external mask's buffer."""
+    def given(self, mask: np.ndarray, host_own: np.ndarray):
+        """The device's copy of a host mask given to a kernel: the pixels' own decisions (``host_own``), the last
+        median (unchanged since), or ``mask`` uploaded."""
+        if mask is host_own:
+            return self.own
+        if mask is self.median_host:
+            return self.median_out
         self.ext.copy_to_device(np.ascontiguousarray(mask))
         return self.ext
+
+    def wrote_raw(self, mask_out: np.ndarray) -> None:
+        """After a kernel wrote the raw mask (``mask``): downloaded into ``mask_out``."""
+        self.raw = self.mask
+        self.median_host = None
+        self.mask.copy_to_host(mask_out)
 
     def learned(self) -> None:
         """After a learning frame: its raw mask is the next frame's previous mask (as the host copies it)."""
         self.prev, self.mask = self.mask, self.prev
 
-
-def kernels():
-    return ck.kernels(cuda_runtime())
+    def median(self, k: int) -> np.ndarray:
+        """The binary median of the last raw mask with a ``k x k`` window (:func:`bgsub.pipeline.masks.binary_median`,
+        the same result), downloaded."""
+        blocks, threads = ck.median_blocks(*self.shape[:2])
+        ck.launch(self.kernels.median_pass, blocks, threads, self.raw, k, True, self.counts)
+        ck.launch(self.kernels.median_pass, blocks, threads, self.counts, k, False, self.median_out)
+        self.median_host = self.median_out.copy_to_host()
+        return self.median_host
 
 
 #: Instance attributes of the GPU engine (not the model's): dropped when a model moves to the CPU.
@@ -217,6 +240,9 @@ _ENGINE_KEYS = ("_cuda", "_dev", "_dev_ahead", "_host_ahead", "_internal", "_sco
 
 class CudaEngine:
     """The GPU engine's part of a subtractor (mixed in before the CPU class: :class:`CudaOLKNSubtractor`).
+
+    Subclasses name their learning kernel (``_FRAME_KERNEL``) and its rule's argument tuple (``_rule``, from
+    :mod:`bgsub.models._state`).
 
     Attributes
     ----------
@@ -230,10 +256,14 @@ class CudaEngine:
     ring_ = _DeviceBacked()
     rho_ = _DeviceBacked()
     blink_ = _DeviceBacked()
+    _FRAME_KERNEL = ""
 
     def __init__(self, **params: Any) -> None:
         self.__dict__.update(_fresh_engine(cuda_runtime()))
         super().__init__(**params)
+
+    def _rule(self) -> tuple:
+        raise NotImplementedError
 
     # ------------------------------------------------------------------ what the GPU does not run
     def _check(self, values: dict[str, Any]) -> None:
@@ -287,10 +317,14 @@ class CudaEngine:
         dev.frame.copy_to_device(img)
         return dev
 
-    def _ran(self, learned_into=None) -> None:
+    def _ran(self) -> None:
         """After a kernel wrote the device's state."""
         d = self.__dict__
         d["_dev_ahead"] = d["_score_stale"] = True
+
+    def _on_host(self) -> bool:
+        """Whether the CPU engine runs this step (the first frame's bootstrap, on the host's state)."""
+        return self.__dict__.get("_host_phase", False)
 
     # ------------------------------------------------------------------ frames
     def apply(self, image: np.ndarray, fgmask: np.ndarray | None = None, learningRate: float = -1) -> np.ndarray:
@@ -327,48 +361,51 @@ class CudaEngine:
             d["_host_ahead"] = True
         super()._advance_scale()
 
-    def _score_pass(self, img: np.ndarray, learn: bool) -> None:
-        if self.__dict__.get("_host_phase", False):
-            return super()._score_pass(img, learn)
-        dev = self._ready(img)
-        H, W = img.shape[:2]
-        _, gain, up, down = self._blink_args(learn)
-        ck.launch(kernels().score_frame, H, dev.threads, *self._state_args(dev), float(self._score_offset), dev.score,
-                  dev.f, dev.oldest, dev.mask, dev.own, dev.blink, dev.prev, dev.post, float(gain), float(up),
-                  float(down))
-        dev.mask.copy_to_host(self._rawmask)
-        self._ran()
-
-    def _state_args(self, dev: _DeviceState) -> tuple:
-        """The kernels' first arguments: ``frame, samples, coef, ring, rho, scale, lut``."""
-        return (dev.frame, dev.samples, dev.coef, dev.ring, dev.rho, float(self.scale_), dev.device_lut(self.lut()))
+    def _head(self, dev: _DeviceState) -> tuple:
+        """The kernels' first arguments: ``frame, state, scale, lut``."""
+        return (dev.frame, dev.state, float(self.scale_), dev.device_lut(self.lut()))
 
     def _policy(self, p_bg: int, p_fg: int, p_diff: int) -> tuple:
-        """``p_bg, p_fg, p_diff, radius, seed, frame_no`` (:func:`bgsub.models._state.policy`)."""
         return _state.policy(p_bg, p_fg, p_diff, self.params, self.n_frames_)
 
-    def _feedback_args(self, dev: _DeviceState) -> tuple:
-        """``blink, post, gain, up, down`` of a learning frame."""
-        _, gain, up, down = self._blink_args()
-        return dev.blink, dev.post, float(gain), float(up), float(down)
+    def _feedback(self, dev: _DeviceState, prev, learn: bool = True) -> tuple:
+        """The kernels' ``feedback`` tuple (:func:`bgsub.models._state.feedback`) on the device."""
+        return _state.feedback(dev.blink, prev, (dev.post, *self._blink_args(learn)[1:]))
 
-    def _update_mask(self, dev: _DeviceState, mask: np.ndarray):
-        return dev.own if mask is self._own else dev.put_ext(mask)
-
-    def _after_update(self, dev: _DeviceState) -> None:
-        dev.stepped.copy_to_host(self._stepped)
-        dev.learned()
+    def _score_pass(self, img: np.ndarray, learn: bool) -> None:
+        if self._on_host():
+            return super()._score_pass(img, learn)
+        dev = self._ready(img)
+        ck.launch(dev.kernels.score_frame, img.shape[0], dev.threads, *self._head(dev), float(self._score_offset),
+                  dev.score, dev.f, dev.oldest, dev.mask, dev.own, self._feedback(dev, dev.prev, learn))
+        dev.wrote_raw(self._rawmask)
         self._ran()
 
-    def _nbr(self, dev: _DeviceState, nbr_mask: np.ndarray):
-        return dev.prev if nbr_mask is self.prev_mask_ else dev.put_ext(nbr_mask)
+    def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
+        if self._on_host():
+            return super()._frame(img, p_bg, p_fg, p_diff, mask_out, nbr_mask)
+        dev = self._ready(img)
+        nbr = dev.prev if nbr_mask is self.prev_mask_ else dev.given(nbr_mask, self._own)
+        ck.launch(getattr(dev.kernels, self._FRAME_KERNEL), img.shape[0], dev.threads, *self._head(dev), self._rule(),
+                  self._policy(p_bg, p_fg, p_diff), self._feedback(dev, nbr), (dev.score, dev.mask, dev.stepped))
+        dev.wrote_raw(mask_out)
+        self._stepped_on_device(dev, nbr is dev.prev)
 
-    def _after_frame(self, dev: _DeviceState, nbr, mask_out: np.ndarray) -> None:
-        dev.mask.copy_to_host(mask_out)
+    def _stepped_on_device(self, dev: _DeviceState, learned: bool) -> None:
+        """After a learning kernel: the rows' step counts downloaded; ``learned``: the raw mask becomes the
+        previous one."""
         dev.stepped.copy_to_host(self._stepped)
-        if nbr is dev.prev:
+        if learned:
             dev.learned()
         self._ran()
+
+    def _postprocess(self, raw: np.ndarray) -> np.ndarray:
+        """The mask filters with the median on the GPU (of the raw mask there); the component filters on the
+        CPU."""
+        dev = self.__dict__.get("_dev")
+        if dev is None or dev.raw is None or raw is not self._rawmask or self._on_host():
+            return super()._postprocess(raw)
+        return self._filters.apply(raw, self.params, lambda _, k: dev.median(k))
 
     # ------------------------------------------------------------------ outputs
     def getScoreMap(self) -> np.ndarray | None:
@@ -409,48 +446,29 @@ class CudaOLKNSubtractor(CudaEngine, OLKNSubtractor):
     """:class:`bgsub.models.olkn.OLKNSubtractor` on the GPU (:mod:`bgsub.models._cuda_engine`): its exact engine
     (every pixel's full sum, so exact score maps whatever ``score_map`` says), without texture features."""
 
-    def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
-        if self.__dict__.get("_host_phase", False):
-            return super()._frame(img, p_bg, p_fg, p_diff, mask_out, nbr_mask)
-        dev = self._ready(img)
-        nbr = self._nbr(dev, nbr_mask)
-        ck.launch(kernels().olkn_frame, img.shape[0], dev.threads, *self._state_args(dev),
-                  *_state.olkn_rule(self.params), *self._policy(p_bg, p_fg, p_diff), dev.score, dev.mask, nbr,
-                  dev.stepped, *self._feedback_args(dev))
-        self._after_frame(dev, nbr, mask_out)
+    _FRAME_KERNEL = "olkn_frame"
 
-    def _update(self, img, mask, p_bg, p_fg, p_diff):
-        if self.__dict__.get("_host_phase", False):
-            return super()._update(img, mask, p_bg, p_fg, p_diff)
-        dev = self._dev
-        ck.launch(kernels().olkn_update_frame, img.shape[0], dev.threads, *self._state_args(dev),
-                  *_state.olkn_rule(self.params), dev.f, dev.oldest, self._update_mask(dev, mask),
-                  *self._policy(p_bg, p_fg, p_diff), dev.stepped)
-        self._after_update(dev)
+    def _rule(self):
+        return _state.olkn_rule(self.params)
 
 
 class CudaNORMASubtractor(CudaEngine, NORMASubtractor):
     """:class:`bgsub.models.norma.NORMASubtractor` on the GPU (:mod:`bgsub.models._cuda_engine`), without
-    texture features."""
+    texture features; its default ``update_mask="post"`` runs a score pass, the mask filters and an update
+    pass."""
 
-    def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
-        if self.__dict__.get("_host_phase", False):
-            return super()._frame(img, p_bg, p_fg, p_diff, mask_out, nbr_mask)
-        dev = self._ready(img)
-        nbr = self._nbr(dev, nbr_mask)
-        ck.launch(kernels().norma_frame, img.shape[0], dev.threads, *self._state_args(dev),
-                  *_state.norma_rule(self.params), *self._policy(p_bg, p_fg, p_diff), dev.score, dev.mask, nbr,
-                  dev.stepped, *self._feedback_args(dev))
-        self._after_frame(dev, nbr, mask_out)
+    _FRAME_KERNEL = "norma_frame"
+
+    def _rule(self):
+        return _state.norma_rule(self.params)
 
     def _update(self, img, mask, p_bg, p_fg, p_diff):
-        if self.__dict__.get("_host_phase", False):
+        if self._on_host():
             return super()._update(img, mask, p_bg, p_fg, p_diff)
         dev = self._dev
-        ck.launch(kernels().norma_update_frame, img.shape[0], dev.threads, *self._state_args(dev),
-                  *_state.norma_rule(self.params), dev.f, self._update_mask(dev, mask),
-                  *self._policy(p_bg, p_fg, p_diff), dev.stepped)
-        self._after_update(dev)
+        ck.launch(dev.kernels.norma_update_frame, img.shape[0], dev.threads, *self._head(dev), self._rule(),
+                  self._policy(p_bg, p_fg, p_diff), (dev.f, dev.given(mask, self._own)), (dev.stepped,))
+        self._stepped_on_device(dev, True)
 
 
 #: The GPU class of each CPU class.

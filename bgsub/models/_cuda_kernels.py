@@ -5,14 +5,19 @@ pieces -- the expansion's sum and push (:mod:`learners.expansion`), the update
 rules and offsets (:func:`learners.steps.olk_n_update`,
 :func:`learners.steps.norma_novelty_update`, :func:`learners.steps.olk_n_quantile_rho`, through the
 frame loops' ``_olkn_update`` and ``_quantile_rho``), the blink feedback, the update policy's hash
-draws and the neighbour diffusion (:mod:`bgsub.models._frame_kernels`, olkn's rule as its
-tuple) -- are the jitted CPU functions' Python
-sources (``.py_func``) compiled again by numba-cuda as device functions
+draws and the neighbour diffusion (:mod:`bgsub.models._frame_kernels`) -- are the jitted CPU functions'
+Python sources (``.py_func``) compiled again by numba-cuda as device functions
 (:func:`device_function`: every jitted function a source calls is converted the
 same way). What is written here is only the frame loop around them, which on the
 CPU is a ``prange`` over rows (:func:`bgsub.models._frame_kernels.olkn_frame` and
 its siblings): the same calls in the same order for every pixel, so the same
 decisions from the same seed and draws.
+
+The kernels take the CPU kernels' argument groups (:mod:`bgsub.models._state`), as tuples of device
+arrays and scalars: ``state = (samples, coef, ring, rho)`` in the device's layout (below), the rule,
+``policy = (p_bg, p_fg, p_diff, radius, seed, frame_no)``, ``feedback = (blink, prev, post, gain, up,
+down)`` and ``out = (score, mask, stepped)``; numba-cuda passes a tuple's members as the kernel's own
+parameters. No kernel takes more than eleven arguments.
 
 State layout on the device: planes across pixels, so that neighbouring threads
 (neighbouring pixels of a row) read neighbouring bytes:
@@ -23,10 +28,15 @@ State layout on the device: planes across pixels, so that neighbouring threads
 - ``rho`` float64, ``blink`` float32, the masks uint8, all ``(H, W)``;
 - the frame uint8 ``(H, W, C)`` as it is uploaded.
 
-One block per image row (:data:`ROW_THREADS` threads striding over it), so that a
-block counts its row's stepped pixels (``syncthreads_count``) into ``stepped[i]``
-without atomics, as the CPU loops fill ``stepped``. No texture features (the
-engine refuses them).
+The learning kernels (:data:`olkn_frame`, :data:`norma_frame`, :data:`norma_update_frame`) are one row
+loop (:func:`_stepping_rows`) around a pixel function: one block per image row (:data:`ROW_THREADS`
+threads striding over it), so that a block counts its row's stepped pixels (``syncthreads_count``) into
+``stepped[i]`` without atomics, as the CPU loops fill ``stepped``. No texture features (the engine
+refuses them).
+
+:func:`median_pass` is the mask filter's binary median
+(:func:`bgsub.pipeline.masks.binary_median`, ``cv2.medianBlur`` of a 0/255 mask) on the device: a
+window's count of set pixels, by columns then by rows (two passes), against half its size.
 
 This module imports numba.cuda only in :func:`kernels` (numba-cuda is an optional
 extra, :mod:`bgsub.models._cuda_engine` says what is missing).
@@ -46,10 +56,12 @@ from learners.expansion import expansion_sum
 from learners.kernels import GAUSSIAN_LUT
 from learners.steps import RHO_QUANTILE, norma_novelty_update
 
-__all__ = ["kernels", "device_function", "ROW_THREADS", "launch"]
+__all__ = ["kernels", "device_function", "ROW_THREADS", "MEDIAN_THREADS", "launch", "row_threads", "median_blocks"]
 
 #: Threads of a block (one block per image row, striding over its pixels); fewer for narrow frames.
 ROW_THREADS = 256
+#: The median's blocks: ``(rows, columns)`` of threads, one pixel each.
+MEDIAN_THREADS = (8, 32)
 
 _cuda = None  # numba.cuda once imported (:func:`kernels`)
 _DEVICE: dict = {}  # python function -> its CUDA device function
@@ -67,8 +79,8 @@ def _convertible(value) -> bool:
 
 
 def _rebind(fn):
-    """``fn``'s Python function with every jitted function it calls replaced by its device function, and
-    ``cuda`` bound to numba.cuda."""
+    """``fn``'s Python function with every jitted function it calls (by a global name or from its closure)
+    replaced by its device function, and ``cuda`` bound to numba.cuda."""
     py = getattr(fn, "py_func", fn)
     glb = dict(py.__globals__)
     for name in py.__code__.co_names:
@@ -78,7 +90,11 @@ def _rebind(fn):
     glb["cuda"] = _cuda
     if glb.get("np") is np:
         glb["np"] = _NP_DEVICE
-    return _pytypes.FunctionType(py.__code__, glb, py.__name__, py.__defaults__, py.__closure__)
+    closure = py.__closure__
+    if closure is not None:
+        closure = tuple(_pytypes.CellType(device_function(c.cell_contents)) if _convertible(c.cell_contents) else c
+                        for c in closure)
+    return _pytypes.FunctionType(py.__code__, glb, py.__name__, py.__defaults__, closure)
 
 
 def _numpy_for_device():
@@ -116,19 +132,27 @@ def _simulated() -> bool:
     return bool(config.ENABLE_CUDASIM)
 
 
+def _named(fn, name: str, doc: str):
+    """``fn`` (a function a factory made) under ``name`` with docstring ``doc``."""
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
 # ---------------------------------------------------------------- per pixel (device functions)
 
 @_device
-def _pixel_sum(frame, samples, coef, ring, i, j, ii, jj, lut, scale):
-    """Pixel ``(i, j)``'s expansion as views ``(sv, cf, rg)``, the value ``x`` of the frame's pixel ``(ii, jj)``,
-    ``f = f_t(x)`` and the true share of the term a full buffer evicts (:func:`learners.expansion.expansion_sum`
-    with the Gaussian table, as :func:`bgsub.models._frame_kernels._pixel_sum`)."""
+def _pixel_sum(frame, state, i, j, ii, jj, lut, scale):
+    """Pixel ``(i, j)``'s expansion at the frame's value ``x`` of pixel ``(ii, jj)``: ``(x, view, f, oldest)``,
+    ``view = (sv, cf, rg)`` the pixel's strided views, ``f = f_t(x)`` and the true share of the term a full
+    buffer evicts (:func:`learners.expansion.expansion_sum` with the Gaussian table, as
+    :func:`bgsub.models._frame_kernels._pixel_sum`)."""
     x = frame[ii, jj]
-    sv = samples[:, :, i, j]
-    cf = coef[:, i, j]
-    rg = ring[:, i, j]
+    sv = state[0][:, :, i, j]
+    cf = state[1][:, i, j]
+    rg = state[2][:, i, j]
     total, oldest = expansion_sum(x, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
-    return x, sv, cf, rg, scale * total, scale * oldest
+    return x, (sv, cf, rg), scale * total, scale * oldest
 
 
 @_device
@@ -141,191 +165,161 @@ def _decide(level, f, feedback, i, j, score, mask):
 
 
 @_device
-def _olkn_pixel(i, j, frame, samples, coef, ring, rho, scale, lut, rule, policy, score, mask, feedback):
+def _draw(fg, count, B, policy, i, j, W):
+    """:func:`bgsub.models._frame_kernels._selected` of pixel ``(i, j)`` under ``policy``."""
+    return _selected(fg, count, B, policy[0], policy[1], policy[4], policy[5], i * W + j)
+
+
+@_device
+def _olkn_rho(x, f, oldest, view, scale, rule, rho0):
+    """The offset after OLK_N's step (:func:`bgsub.models._frame_kernels._olkn_update`)."""
+    return _olkn_update(x, f, oldest, view, scale, rule, rho0)[1]
+
+
+@_device
+def _norma_rho(x, f, oldest, view, scale, rule, rho0):
+    """The offset after nu-NORMA's step under ``rule = (eta, lam, nu)`` (:func:`learners.steps.norma_novelty_update`,
+    as :func:`bgsub.models._frame_kernels._norma_step` calls it)."""
+    return norma_novelty_update(x, f, view[0], view[1], view[2], scale, rule[0], rule[1], rule[2], rho0, 0.0)[1]
+
+
+def _learner(step):
+    """The learning of one pixel under the rule ``step`` (:func:`_olkn_rho`, :func:`_norma_rho`), as
+    :func:`bgsub.models._frame_kernels._olkn_step` and ``_norma_step``: on its own value ``x`` when
+    ``selected``, else, if drawn, on a neighbour's that ``nbr_mask`` classifies background
+    (:func:`bgsub.models._frame_kernels._diffusion_source`); writes the offset and returns whether it
+    stepped."""
+
+    def learn(selected, i, j, x, f, oldest, frame, state, scale, lut, rule, policy, nbr_mask, rho0):
+        view = (state[0][:, :, i, j], state[1][:, i, j], state[2][:, i, j])
+        if not selected:
+            H, W = frame.shape[0], frame.shape[1]
+            q = _diffusion_source(nbr_mask, i, j, H, W, policy[3], policy[2], policy[4], policy[5], i * W + j)
+            if q < 0:
+                return False
+            x, view, f, oldest = _pixel_sum(frame, state, i, j, q // W, q % W, lut, scale)
+        state[3][i, j] = step(x, f, oldest, view, scale, rule, rho0)
+        return True
+
+    return _device(_named(learn, f"_learn{step.__name__}", _learner.__doc__))
+
+
+_olkn_learn = _learner(_olkn_rho)
+_norma_learn = _learner(_norma_rho)
+
+
+@_device
+def _olkn_pixel(i, j, frame, state, scale, lut, rule, policy, feedback, out):
     """One OLK_N pixel of :func:`bgsub.models._frame_kernels.olkn_frame` (no texture): score, raw mask and blink,
-    the quantile offset, the policy's draw, and the step on its own value or a background neighbour's
-    (:func:`bgsub.models._frame_kernels._olkn_step`). ``rule``, ``policy``, ``feedback``: the frame kernels'
-    tuples (:mod:`bgsub.models._state`). Returns whether it stepped."""
-    x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, i, j, i, j, lut, scale)
-    rho0 = rho[i, j]
-    _decide(1.0 + rho0, f, feedback, i, j, score, mask)
+    the quantile offset, the policy's draw and the step. Returns whether it stepped."""
+    x, view, f, oldest = _pixel_sum(frame, state, i, j, i, j, lut, scale)
+    rho0 = state[3][i, j]
+    _decide(1.0 + rho0, f, feedback, i, j, out[0], out[1])
     fg = 1.0 + rho0 - f > 0.0  # the policy reads the pixel's own decision, without the feedback
     if rule[3] == RHO_QUANTILE:
         rho0 = _quantile_rho(f, rho0, rule)
-        rho[i, j] = rho0
-    sel = _selected(fg, rg[1], samples.shape[0], policy[0], policy[1], policy[4], policy[5], i * frame.shape[1] + j)
-    return _olkn_learn(sel, i, j, x, f, oldest, frame, samples, coef, ring, rho, rho0, scale, lut, rule, policy,
-                       feedback[1])
+        state[3][i, j] = rho0
+    sel = _draw(fg, view[2][1], state[0].shape[0], policy, i, j, frame.shape[1])
+    return _olkn_learn(sel, i, j, x, f, oldest, frame, state, scale, lut, rule, policy, feedback[1], rho0)
 
 
 @_device
-def _olkn_learn(selected, i, j, x, f, oldest, frame, samples, coef, ring, rho, rho0, scale, lut, rule, policy,
-                nbr_mask):
-    """:func:`bgsub.models._frame_kernels._olkn_step` of pixel ``(i, j)``: on its own value when ``selected``,
-    else, if drawn, on a neighbour's that ``nbr_mask`` classifies background; writes the offset. Returns whether
-    it stepped."""
-    sv = samples[:, :, i, j]
-    cf = coef[:, i, j]
-    rg = ring[:, i, j]
-    if not selected:
-        q = _neighbour(nbr_mask, i, j, frame.shape[0], frame.shape[1], policy)
-        if q < 0:
-            return False
-        x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, i, j, q // frame.shape[1],
-                                              q % frame.shape[1], lut, scale)
-    a, new_rho = _olkn_update(x, f, oldest, (sv, cf, rg), scale, rule, rho0)
-    rho[i, j] = new_rho
-    return True
-
-
-@_device
-def _neighbour(nbr_mask, i, j, H, W, policy):
-    """:func:`bgsub.models._frame_kernels._diffusion_source` of pixel ``(i, j)`` under ``policy = (p_bg, p_fg,
-    p_diff, radius, seed, frame_no)``: the flat index of the neighbour whose value it learns, or -1."""
-    return _diffusion_source(nbr_mask, i, j, H, W, policy[3], policy[2], policy[4], policy[5], i * W + j)
-
-
-@_device
-def _norma_pixel(i, j, frame, samples, coef, ring, rho, scale, lut, rule, policy, score, mask, feedback):
+def _norma_pixel(i, j, frame, state, scale, lut, rule, policy, feedback, out):
     """One nu-NORMA pixel of :func:`bgsub.models._frame_kernels.norma_frame` (no texture). Returns whether it
     stepped."""
-    x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, i, j, i, j, lut, scale)
-    rho0 = rho[i, j]
-    _decide(rho0, f, feedback, i, j, score, mask)
+    x, view, f, oldest = _pixel_sum(frame, state, i, j, i, j, lut, scale)
+    rho0 = state[3][i, j]
+    _decide(rho0, f, feedback, i, j, out[0], out[1])
     fg = rho0 - f > 0.0  # the policy reads the pixel's own decision, without the feedback
-    sel = _selected(fg, 1 if rg[1] > 0 else 0, 1, policy[0], policy[1], policy[4], policy[5], i * frame.shape[1] + j)
-    return _norma_learn(sel, i, j, x, f, frame, samples, coef, ring, rho, rho0, scale, lut, rule, policy, feedback[1])
+    sel = _draw(fg, 1 if view[2][1] > 0 else 0, 1, policy, i, j, frame.shape[1])
+    return _norma_learn(sel, i, j, x, f, oldest, frame, state, scale, lut, rule, policy, feedback[1], rho0)
 
 
 @_device
-def _norma_learn(selected, i, j, x, f, frame, samples, coef, ring, rho, rho0, scale, lut, rule, policy, nbr_mask):
-    """:func:`bgsub.models._frame_kernels._norma_step` of pixel ``(i, j)`` under ``rule = (eta, lam, nu)``; writes
-    the offset. Returns whether it stepped."""
-    sv = samples[:, :, i, j]
-    cf = coef[:, i, j]
-    rg = ring[:, i, j]
-    if not selected:
-        q = _neighbour(nbr_mask, i, j, frame.shape[0], frame.shape[1], policy)
-        if q < 0:
-            return False
-        x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, i, j, q // frame.shape[1],
-                                              q % frame.shape[1], lut, scale)
-    alpha, new_rho = norma_novelty_update(x, f, sv, cf, rg, scale, rule[0], rule[1], rule[2], rho0, 0.0)
-    rho[i, j] = new_rho
-    return True
+def _norma_update_pixel(i, j, frame, state, scale, lut, rule, policy, given, out):
+    """One pixel of :func:`bgsub.models._frame_kernels.norma_update_frame`: ``given = (f, mask)``, the score
+    pass's ``f`` and the mask that selects (and classifies the neighbours). Returns whether it stepped."""
+    f, mask = given
+    sel = _draw(mask[i, j] != 0, 1 if state[2][1, i, j] > 0 else 0, 1, policy, i, j, frame.shape[1])
+    return _norma_learn(sel, i, j, frame[i, j], f[i, j], 0.0, frame, state, scale, lut, rule, policy, mask,
+                        state[3][i, j])
 
 
-# ---------------------------------------------------------------- kernels (one block per row)
+# ---------------------------------------------------------------- kernels
 
-def olkn_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi,
-               p_bg, p_fg, p_diff, radius, seed, frame_no, score, mask, nbr_mask, stepped, blink, post, gain, up,
-               down):
-    """:func:`bgsub.models._frame_kernels.olkn_frame` (no texture) on the device: row ``blockIdx.x``."""
-    rule = (r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi)
-    policy = (p_bg, p_fg, p_diff, radius, seed, frame_no)
-    feedback = (blink, nbr_mask, post, gain, up, down)
-    i = cuda.blockIdx.x  # noqa: F821 (bound by _rebind)
-    W = frame.shape[1]
-    n = 0
-    for j0 in range(0, W, cuda.blockDim.x):  # noqa: F821
-        j = j0 + cuda.threadIdx.x  # noqa: F821
-        done = 0
-        if j < W and _olkn_pixel(i, j, frame, samples, coef, ring, rho, scale, lut, rule, policy, score, mask,
-                                 feedback):
-            done = 1
-        n += cuda.syncthreads_count(done)  # noqa: F821
-    if cuda.threadIdx.x == 0:  # noqa: F821
-        stepped[i] = n
+def _stepping_rows(pixel):
+    """A learning kernel ``(frame, state, scale, lut, rule, policy, given, out)``: row ``blockIdx.x``, its
+    threads striding over the row's pixels, each running ``pixel`` (which returns whether it stepped); the
+    row's count of stepped pixels goes to ``out[-1][i]``."""
 
+    def kernel(frame, state, scale, lut, rule, policy, given, out):
+        i = cuda.blockIdx.x  # noqa: F821 (bound by _rebind)
+        W = frame.shape[1]
+        n = 0
+        for j0 in range(0, W, cuda.blockDim.x):  # noqa: F821
+            j = j0 + cuda.threadIdx.x  # noqa: F821
+            done = 0
+            if j < W and pixel(i, j, frame, state, scale, lut, rule, policy, given, out):
+                done = 1
+            n += cuda.syncthreads_count(done)  # noqa: F821
+        if cuda.threadIdx.x == 0:  # noqa: F821
+            out[-1][i] = n
 
-def norma_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, p_bg, p_fg, p_diff, radius, seed,
-                frame_no, score, mask, nbr_mask, stepped, blink, post, gain, up, down):
-    """:func:`bgsub.models._frame_kernels.norma_frame` (no texture) on the device: row ``blockIdx.x``."""
-    rule = (eta, lam, nu)
-    policy = (p_bg, p_fg, p_diff, radius, seed, frame_no)
-    feedback = (blink, nbr_mask, post, gain, up, down)
-    i = cuda.blockIdx.x  # noqa: F821
-    W = frame.shape[1]
-    n = 0
-    for j0 in range(0, W, cuda.blockDim.x):  # noqa: F821
-        j = j0 + cuda.threadIdx.x  # noqa: F821
-        done = 0
-        if j < W and _norma_pixel(i, j, frame, samples, coef, ring, rho, scale, lut, rule, policy, score, mask,
-                                  feedback):
-            done = 1
-        n += cuda.syncthreads_count(done)  # noqa: F821
-    if cuda.threadIdx.x == 0:  # noqa: F821
-        stepped[i] = n
+    return kernel
 
 
-def score_frame(frame, samples, coef, ring, rho, scale, lut, offset, score, f_out, oldest_out, mask, own, blink, prev,
-                post, gain, up, down):
+olkn_frame = _named(_stepping_rows(_olkn_pixel), "olkn_frame",
+                    ":func:`bgsub.models._frame_kernels.olkn_frame` (no texture) on the device: ``given`` is the "
+                    "feedback tuple, ``out = (score, mask, stepped)``.")
+norma_frame = _named(_stepping_rows(_norma_pixel), "norma_frame",
+                     ":func:`bgsub.models._frame_kernels.norma_frame` (no texture) on the device: ``given`` is the "
+                     "feedback tuple, ``out = (score, mask, stepped)``.")
+norma_update_frame = _named(_stepping_rows(_norma_update_pixel), "norma_update_frame",
+                            ":func:`bgsub.models._frame_kernels.norma_update_frame` (no texture) on the device, the "
+                            "second pass after :func:`score_frame`: ``given = (f, mask)``, ``out = (stepped,)``.")
+
+
+def score_frame(frame, state, scale, lut, offset, score, f_out, oldest_out, mask, own, feedback):
     """:func:`bgsub.models._frame_kernels.score_frame` (no texture) on the device: no learning."""
-    feedback = (blink, prev, post, gain, up, down)
     i = cuda.blockIdx.x  # noqa: F821
     W = frame.shape[1]
     for j0 in range(0, W, cuda.blockDim.x):  # noqa: F821
         j = j0 + cuda.threadIdx.x  # noqa: F821
         if j < W:
-            x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, i, j, i, j, lut, scale)
+            x, view, f, oldest = _pixel_sum(frame, state, i, j, i, j, lut, scale)
             f_out[i, j] = f
             oldest_out[i, j] = oldest
-            level = offset + rho[i, j]
+            level = offset + state[3][i, j]
             own[i, j] = 255 if level - f > 0.0 else 0
             _decide(level, f, feedback, i, j, score, mask)
 
 
-def olkn_update_frame(frame, samples, coef, ring, rho, scale, lut, r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi,
-                      f_in, oldest_in, mask, p_bg, p_fg, p_diff, radius, seed, frame_no, stepped):
-    """:func:`bgsub.models._frame_kernels.olkn_update_frame` (no texture) on the device: the pixels ``mask``
-    selects step (the second pass after :func:`score_frame`)."""
-    rule = (r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi)
-    policy = (p_bg, p_fg, p_diff, radius, seed, frame_no)
-    i = cuda.blockIdx.x  # noqa: F821
-    W = frame.shape[1]
-    n = 0
-    for j0 in range(0, W, cuda.blockDim.x):  # noqa: F821
-        j = j0 + cuda.threadIdx.x  # noqa: F821
-        done = 0
-        if j < W:
-            rho0 = rho[i, j]
-            if rho_rule == RHO_QUANTILE:
-                rho0 = _quantile_rho(f_in[i, j], rho0, rule)
-                rho[i, j] = rho0
-            sel = _selected(mask[i, j] != 0, ring[1, i, j], samples.shape[0], p_bg, p_fg, seed, frame_no, i * W + j)
-            if _olkn_learn(sel, i, j, frame[i, j], f_in[i, j], oldest_in[i, j], frame, samples, coef, ring, rho, rho0,
-                           scale, lut, rule, policy, mask):
-                done = 1
-        n += cuda.syncthreads_count(done)  # noqa: F821
-    if cuda.threadIdx.x == 0:  # noqa: F821
-        stepped[i] = n
+def median_pass(src, k, vertical, out):
+    """A pass of the binary median over a ``k x k`` window (replicated border). ``vertical``: ``out[i, j]`` counts
+    the set pixels of the mask ``src`` in the ``k`` rows around row ``i``; else ``out[i, j]`` is 255 where the
+    counts ``src`` of the ``k`` columns around ``j`` sum to more than half the window, 0 elsewhere -- the median
+    of a 0/255 mask."""
+    i, j = cuda.grid(2)  # noqa: F821
+    H, W = src.shape
+    if i < H and j < W:
+        r = k // 2
+        n = 0
+        for d in range(-r, r + 1):
+            if vertical:
+                n += 1 if src[min(max(i + d, 0), H - 1), j] != 0 else 0
+            else:
+                n += src[i, min(max(j + d, 0), W - 1)]
+        if vertical:
+            out[i, j] = n
+        else:
+            out[i, j] = 255 if 2 * n > k * k else 0
 
 
-def norma_update_frame(frame, samples, coef, ring, rho, scale, lut, eta, lam, nu, f_in, mask, p_bg, p_fg, p_diff,
-                       radius, seed, frame_no, stepped):
-    """:func:`bgsub.models._frame_kernels.norma_update_frame` (no texture) on the device."""
-    rule = (eta, lam, nu)
-    policy = (p_bg, p_fg, p_diff, radius, seed, frame_no)
-    i = cuda.blockIdx.x  # noqa: F821
-    W = frame.shape[1]
-    n = 0
-    for j0 in range(0, W, cuda.blockDim.x):  # noqa: F821
-        j = j0 + cuda.threadIdx.x  # noqa: F821
-        done = 0
-        if j < W:
-            sel = _selected(mask[i, j] != 0, 1 if ring[1, i, j] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, i * W + j)
-            if _norma_learn(sel, i, j, frame[i, j], f_in[i, j], frame, samples, coef, ring, rho, rho[i, j], scale, lut,
-                            rule, policy, mask):
-                done = 1
-        n += cuda.syncthreads_count(done)  # noqa: F821
-    if cuda.threadIdx.x == 0:  # noqa: F821
-        stepped[i] = n
-
-
-def gather_grid(samples, coef, ring, rows, cols, gsamples, gcoef, gring):
+def gather_grid(state, rows, cols, gsamples, gcoef, gring):
     """The state of the pixels ``(rows[k], cols[k])`` in the host's layout: ``gsamples`` (G, B, C), ``gcoef``
     (G, B), ``gring`` (G, 2) (the illumination estimate's grid, :mod:`bgsub.models._illumination`)."""
     k = cuda.grid(1)  # noqa: F821
+    samples, coef, ring = state[0], state[1], state[2]
     if k < rows.shape[0]:
         i = rows[k]
         j = cols[k]
@@ -337,7 +331,7 @@ def gather_grid(samples, coef, ring, rows, cols, gsamples, gcoef, gring):
         gring[k, 1] = ring[1, i, j]
 
 
-_KERNEL_FUNCTIONS = (olkn_frame, norma_frame, score_frame, olkn_update_frame, norma_update_frame, gather_grid)
+_KERNEL_FUNCTIONS = (olkn_frame, norma_frame, norma_update_frame, score_frame, median_pass, gather_grid)
 
 
 def kernels(cuda_module) -> _pytypes.SimpleNamespace:
@@ -358,7 +352,13 @@ def row_threads(W: int) -> int:
     return min(ROW_THREADS, max(32, -(-W // 32) * 32))
 
 
-def launch(kernel, blocks: int, threads: int, *args) -> None:
+def median_blocks(H: int, W: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """``(blocks, threads)`` of the median's passes over an ``H x W`` mask."""
+    th = MEDIAN_THREADS
+    return (-(-H // th[0]), -(-W // th[1])), th
+
+
+def launch(kernel, blocks, threads, *args) -> None:
     """``kernel[blocks, threads](*args)``; under the simulator the 64-bit hash's wrap-around (which numpy
     scalars report as an overflow) is not a warning."""
     if _simulated():
@@ -370,34 +370,37 @@ def launch(kernel, blocks: int, threads: int, *args) -> None:
 
 
 def signatures() -> dict[str, tuple]:
-    """The argument types every kernel is launched with (:mod:`bgsub.models._cuda_engine`): C-contiguous device
-    arrays, Python ints (int64) and floats (float64)."""
+    """The argument types each kernel is launched with (:mod:`bgsub.models._cuda_engine`), a list by kernel:
+    C-contiguous device arrays, Python ints (int64), floats (float64) and bools, and tuples of them."""
     from numba import types as nt
 
     def a(dtype, ndim):
         return nt.Array(dtype, ndim, "C")
 
+    def t(*members):
+        return nt.Tuple(members)
+
     u8, f32, f64, i32, i64 = nt.uint8, nt.float32, nt.float64, nt.int32, nt.int64
-    state = (a(u8, 3), a(u8, 4), a(f32, 3), a(i32, 3), a(f64, 2), f64, a(f32, 1))  # frame .. lut
-    olkn = (f64, f64, f64, i64, f64, f64, f64, f64)  # r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi
-    norma = (f64, f64, f64)  # eta, lam, nu
-    policy = (i64,) * 6  # p_bg, p_fg, p_diff, radius, seed, frame_no
-    blink = (a(f32, 2), a(u8, 2), f64, f64, f64)  # blink, post, gain, up, down
-    outputs = (a(f32, 2), a(u8, 2), a(u8, 2), a(i64, 1))  # score, mask, nbr_mask, stepped
+    head = (a(u8, 3), t(a(u8, 4), a(f32, 3), a(i32, 3), a(f64, 2)), f64, a(f32, 1))  # frame, state, scale, lut
+    olkn = t(f64, f64, f64, i64, f64, f64, f64, f64)  # r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi
+    norma = t(f64, f64, f64)  # eta, lam, nu
+    policy = t(*(i64,) * 6)  # p_bg, p_fg, p_diff, radius, seed, frame_no
+    feedback = t(a(f32, 2), a(u8, 2), a(u8, 2), f64, f64, f64)  # blink, prev, post, gain, up, down
+    out = t(a(f32, 2), a(u8, 2), a(i64, 1))  # score, mask, stepped
     return {
-        "olkn_frame": state + olkn + policy + outputs + blink,
-        "norma_frame": state + norma + policy + outputs + blink,
-        "score_frame": state + (f64, a(f32, 2), a(f64, 2), a(f64, 2), a(u8, 2), a(u8, 2), a(f32, 2), a(u8, 2),
-                                a(u8, 2), f64, f64, f64),
-        "olkn_update_frame": state + olkn + (a(f64, 2), a(f64, 2), a(u8, 2)) + policy + (a(i64, 1),),
-        "norma_update_frame": state + norma + (a(f64, 2), a(u8, 2)) + policy + (a(i64, 1),),
-        "gather_grid": (a(u8, 4), a(f32, 3), a(i32, 3), a(i64, 1), a(i64, 1), a(u8, 3), a(f32, 2), a(i32, 2)),
+        "olkn_frame": [head + (olkn, policy, feedback, out)],
+        "norma_frame": [head + (norma, policy, feedback, out)],
+        "norma_update_frame": [head + (norma, policy, t(a(f64, 2), a(u8, 2)), t(a(i64, 1)))],
+        "score_frame": [head + (f64, a(f32, 2), a(f64, 2), a(f64, 2), a(u8, 2), a(u8, 2), feedback)],
+        "median_pass": [(a(u8, 2), i64, nt.boolean, a(i32, 2)), (a(i32, 2), i64, nt.boolean, a(u8, 2))],
+        "gather_grid": [(head[1], a(i64, 1), a(i64, 1), a(u8, 3), a(f32, 2), a(i32, 2))],
     }
 
 
 def compile_ptx_all(cc: tuple[int, int] = (9, 0)) -> dict[str, int]:
     """Compile every kernel to PTX for compute capability ``cc`` (numba-cuda and its NVVM, no GPU needed: a check
-    that the CPU engine's functions compile for the device); returns each kernel's PTX size in bytes."""
+    that the CPU engine's functions compile for the device); returns each kernel's PTX size in bytes (of all its
+    signatures)."""
     global _cuda
     from numba import cuda
     from numba.cuda import dispatcher
@@ -409,8 +412,9 @@ def compile_ptx_all(cc: tuple[int, int] = (9, 0)) -> dict[str, int]:
     try:
         sizes = {}
         for f in _KERNEL_FUNCTIONS:
-            ptx, _ = cuda.compile_ptx(_rebind(f), signatures()[f.__name__], cc=cc)
-            sizes[f.__name__] = len(ptx)
+            for sig in signatures()[f.__name__]:
+                ptx, _ = cuda.compile_ptx(_rebind(f), sig, cc=cc)
+                sizes[f.__name__] = sizes.get(f.__name__, 0) + len(ptx)
         return sizes
     finally:
         dispatcher.get_current_device = current

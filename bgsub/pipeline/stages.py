@@ -209,17 +209,20 @@ class MaskFilter:
     def __init__(self) -> None:
         self.blobs_ = -1.0
 
-    def apply(self, raw: np.ndarray, params: dict) -> np.ndarray:
+    def apply(self, raw: np.ndarray, params: dict,
+              median_of: Callable[[np.ndarray, int], np.ndarray] = masks.binary_median) -> np.ndarray:
+        """The filtered mask; ``median_of(raw, k)``: the binary median (:func:`masks.binary_median`, or another
+        engine's of the same result, e.g. the GPU's)."""
         mask = raw
         median = params.get("median", 0)
         if median >= 3:
-            filtered = masks.binary_median(mask, median)
+            filtered = median_of(mask, median)
             if params.get("median_max", 0) > median:
                 # the clutter is counted at the base aperture, so the choice does not feed back into it
                 n = masks.count_blobs(filtered)
                 self.blobs_ = float(n) if self.blobs_ < 0 else self.blobs_ + params["median_rate"] * (n - self.blobs_)
                 if self.blobs_ >= params["median_blobs"]:
-                    filtered = masks.binary_median(mask, params["median_max"])
+                    filtered = median_of(mask, params["median_max"])
             mask = filtered
         if params.get("fill_holes", 0) > 0:
             mask = masks.fill_holes(mask, params["fill_holes"])

@@ -105,11 +105,73 @@ def test_norma_two_passes_masks_and_state_equal_the_cpu_engines():
 @needs_runtime
 def test_exact_scores_and_frames_without_learning():
     rates = [-1, -1, -1, 0, -1, 0.5, -1, 0, -1, -1]
-    cpu, gpu, agree = run_both("olkn", clip(10, seed=2), rates=rates, score_map="exact", update_mask="post",
-                               median=3)
+    cpu, gpu, agree = run_both("olkn", clip(10, seed=2), rates=rates, score_map="exact", median=3)
     assert agree >= 0.999
     np.testing.assert_allclose(gpu.getScoreMap(), cpu.getScoreMap(), rtol=1e-5, atol=1e-6)
     assert_same_state(cpu, gpu)
+
+
+@needs_runtime
+def test_norma_post_update_with_component_filters_and_rates():
+    # the update pass reads a post-processed mask the CPU's component filters changed (uploaded), and frames
+    # that do not learn or learn at a given rate
+    rates = [-1, -1, -1, 0, -1, 0.5, -1, 0, -1, -1]
+    cpu, gpu, agree = run_both("norma", clip(10, seed=5), rates=rates, median=5, fill_holes=6, min_area=3)
+    assert agree >= 0.999
+    np.testing.assert_allclose(gpu.getScoreMap(), cpu.getScoreMap(), rtol=1e-5, atol=1e-6)
+    assert_same_state(cpu, gpu)
+
+
+def random_masks(rng, shapes=((12, 16), (9, 7))):
+    """0/255 masks of blobs and noise at a few densities and sizes (odd ones included)."""
+    for H, W in shapes:
+        for density in (0.2, 0.6):
+            noise = rng.random((H, W)) < density
+            noise[H // 3:H // 3 + 4, W // 4:W // 4 + 5] = True  # a blob
+            yield (noise * 255).astype(np.uint8)
+
+
+@needs_runtime
+@pytest.mark.parametrize("k", [3, 5, 7, 9, 11, 13, 15])
+def test_the_gpu_median_is_the_cpu_median(k):
+    import cv2
+
+    from bgsub.models._cuda_engine import _DeviceState
+    from bgsub.pipeline import masks
+
+    cuda = ce.cuda_runtime()
+    for m in random_masks(np.random.default_rng(k)):
+        H, W = m.shape
+        dev = _DeviceState(cuda, H, W, 2, 3)
+        dev.mask.copy_to_device(m)
+        dev.wrote_raw(np.empty_like(m))
+        out = dev.median(k)
+        np.testing.assert_array_equal(out, masks.binary_median(m, k))
+        np.testing.assert_array_equal(out, cv2.medianBlur(m, k))
+
+
+@needs_runtime
+def test_median_and_clutter_rule_on_the_gpu_equal_the_cpus(monkeypatch):
+    # the median, and the larger aperture while the mask is cluttered, run on the device; the component filters
+    # on the CPU: the output masks are the CPU engine's
+    from bgsub.models._cuda_engine import _DeviceState
+
+    ran = []
+    median = _DeviceState.median
+    monkeypatch.setattr(_DeviceState, "median", lambda self, k: ran.append(k) or median(self, k))
+    params = {"median": 3, "median_max": 5, "min_area": 2, "fill_holes": 3}
+    cpu = bgsub.create("olkn", **params)
+    gpu = bgsub.create("olkn", device="cuda", **params)
+    frames = clip(10, seed=6)
+    for t, f in enumerate(frames):
+        if t == 5:  # as a model resumed in a cluttered scene: the larger aperture from here on
+            cpu.blobs_ = gpu.blobs_ = 20.0
+        m = cpu.apply(f)
+        np.testing.assert_array_equal(gpu.apply(f), m)
+        np.testing.assert_array_equal(gpu.getRawMask(), cpu.getRawMask())
+    assert gpu.blobs_ == cpu.blobs_
+    assert ran.count(5) == 5 and ran.count(3) == 10
+    assert (m > 0).sum() >= 4
 
 
 @needs_runtime
@@ -210,6 +272,20 @@ def test_without_a_gpu_one_clear_error():
     assert out.stdout.count("\n") == 1 and "Traceback" not in out.stderr
 
 
+def test_kernels_take_the_cpu_kernels_argument_groups():
+    # the state, rule, policy, feedback and outputs as the CPU kernels' tuples: at most 16 parameters a kernel
+    import inspect
+
+    from bgsub.models import _cuda_kernels as ck
+
+    for f in ck._KERNEL_FUNCTIONS:
+        names = list(inspect.signature(f).parameters)
+        assert len(names) <= 16, f.__name__
+        assert {len(sig) for sig in ck.signatures()[f.__name__]} == {len(names)}, f.__name__
+    assert list(inspect.signature(ck.olkn_frame).parameters) == ["frame", "state", "scale", "lut", "rule", "policy",
+                                                                 "given", "out"]
+
+
 @pytest.mark.slow
 def test_kernels_compile_for_the_gpu():
     # the simulator runs the kernels as Python: that the very same functions compile for a GPU is checked apart,
@@ -222,6 +298,6 @@ def test_kernels_compile_for_the_gpu():
         pytest.skip("numba-cuda's NVVM (the CUDA toolkit's compiler) is not installed")
     assert out.returncode == 0, out.stderr[-2000:]
     sizes = json.loads(out.stdout.strip().splitlines()[-1])
-    assert set(sizes) == {"olkn_frame", "norma_frame", "score_frame", "olkn_update_frame", "norma_update_frame",
+    assert set(sizes) == {"olkn_frame", "norma_frame", "norma_update_frame", "score_frame", "median_pass",
                           "gather_grid"}
     assert min(sizes.values()) > 1000
