@@ -180,8 +180,8 @@ class _DeviceState:
         self.blink.copy_to_host(h["blink_"])
 
     def download_grid(self, h: dict) -> None:
-        """The state of the illumination estimate's grid pixels (:func:`bgsub.models._illumination.grid_ratios`)
-        into the host's arrays, at those pixels only."""
+        """The state and previous raw mask of the illumination estimate's grid pixels
+        (:func:`bgsub.models._illumination.grid_ratios`) into the host's arrays, at those pixels only."""
         H, W, B, C = self.shape
         if self._grid is None:
             s = _illumination.grid_step(H, W)
@@ -190,12 +190,14 @@ class _DeviceState:
             G = rows.size
             e = self.cuda.device_array
             self._grid = (rows, cols, self.cuda.to_device(rows), self.cuda.to_device(cols), e((G, B, C), np.uint8),
-                          e((G, B), np.float32), e((G, 2), np.int32))
-        rows, cols, drows, dcols, gs, gc, gr = self._grid
-        ck.launch(self.kernels.gather_grid, -(-rows.size // 128), 128, self.state, drows, dcols, gs, gc, gr)
+                          e((G, B), np.float32), e((G, 2), np.int32), e(G, np.uint8))
+        rows, cols, drows, dcols, gs, gc, gr, gm = self._grid
+        ck.launch(self.kernels.gather_grid, -(-rows.size // 128), 128, self.state, self.prev, drows, dcols,
+                  (gs, gc, gr, gm))
         h["samples_"][rows, cols] = gs.copy_to_host()
         h["coef_"][rows, cols] = gc.copy_to_host()
         h["ring_"][rows, cols] = gr.copy_to_host()
+        h["prev_mask_"][rows, cols] = gm.copy_to_host()
 
     def device_lut(self, lut: np.ndarray):
         """The Gaussian table on the device (uploaded again when the model's table changes)."""
@@ -214,11 +216,10 @@ class _DeviceState:
         self.ext.copy_to_device(np.ascontiguousarray(mask))
         return self.ext
 
-    def wrote_raw(self, mask_out: np.ndarray) -> None:
-        """After a kernel wrote the raw mask (``mask``): downloaded into ``mask_out``."""
+    def wrote_raw(self) -> None:
+        """After a kernel wrote the raw mask (into ``mask``)."""
         self.raw = self.mask
         self.median_host = None
-        self.mask.copy_to_host(mask_out)
 
     def learned(self) -> None:
         """After a learning frame: its raw mask is the next frame's previous mask (as the host copies it)."""
@@ -235,7 +236,8 @@ class _DeviceState:
 
 
 #: Instance attributes of the GPU engine (not the model's): dropped when a model moves to the CPU.
-_ENGINE_KEYS = ("_cuda", "_dev", "_dev_ahead", "_host_ahead", "_internal", "_score_stale", "_host_phase")
+_ENGINE_KEYS = ("_cuda", "_dev", "_dev_ahead", "_host_ahead", "_internal", "_score_stale", "_raw_stale", "_prev_stale",
+                "_host_phase")
 
 
 class CudaEngine:
@@ -256,6 +258,7 @@ class CudaEngine:
     ring_ = _DeviceBacked()
     rho_ = _DeviceBacked()
     blink_ = _DeviceBacked()
+    prev_mask_ = _DeviceBacked()
     _FRAME_KERNEL = ""
 
     def __init__(self, **params: Any) -> None:
@@ -277,22 +280,34 @@ class CudaEngine:
         super().reset()
         d = self.__dict__
         d["_dev"] = None
-        d["_dev_ahead"] = d["_host_ahead"] = d["_score_stale"] = False
+        d["_dev_ahead"] = d["_host_ahead"] = d["_score_stale"] = d["_raw_stale"] = d["_prev_stale"] = False
 
     def _allocate(self, H: int, W: int, C: int) -> None:
         super()._allocate(H, W, C)
         d = self.__dict__
         d["_dev"] = None  # allocated (and the host's state uploaded) at the next frame
-        d["_dev_ahead"] = d["_score_stale"] = False
+        d["_dev_ahead"] = d["_score_stale"] = d["_raw_stale"] = d["_prev_stale"] = False
         d["_host_ahead"] = True
 
     def _download_state(self) -> None:
-        """The device's per-pixel state into the host's arrays."""
+        """The device's per-pixel state, raw masks and score map into the host's arrays."""
         d = self.__dict__
         if d.get("_dev") is not None and d.get("_dev_ahead", False):
             d["_dev"].download(d)
             d["_dev_ahead"] = False
+        self._sync_raw()
+        if d.get("_prev_stale", False):
+            d["_dev"].prev.copy_to_host(d["prev_mask_"])
+            d["_prev_stale"] = False
         self._sync_score()
+
+    def _sync_raw(self) -> None:
+        """The last raw mask into the host's ``_rawmask`` (downloaded only when read: the median runs on the
+        device)."""
+        d = self.__dict__
+        if d.get("_raw_stale", False):
+            d["_dev"].raw.copy_to_host(d["_rawmask"])
+            d["_raw_stale"] = False
 
     def _sync_score(self) -> None:
         d = self.__dict__
@@ -356,8 +371,7 @@ class CudaEngine:
         d = self.__dict__
         if d.get("_dev_ahead", False) and needs_renormalise(self.scale_ * self._decay_factor()):
             # the coefficients are renormalised on the host (once in many thousand frames)
-            d["_dev"].download(d)
-            d["_dev_ahead"] = False
+            self._download_state()
             d["_host_ahead"] = True
         super()._advance_scale()
 
@@ -378,7 +392,7 @@ class CudaEngine:
         dev = self._ready(img)
         ck.launch(dev.kernels.score_frame, img.shape[0], dev.threads, *self._head(dev), float(self._score_offset),
                   dev.score, dev.f, dev.oldest, dev.mask, dev.own, self._feedback(dev, dev.prev, learn))
-        dev.wrote_raw(self._rawmask)
+        self._wrote_raw(dev)
         self._ran()
 
     def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
@@ -388,15 +402,23 @@ class CudaEngine:
         nbr = dev.prev if nbr_mask is self.prev_mask_ else dev.given(nbr_mask, self._own)
         ck.launch(getattr(dev.kernels, self._FRAME_KERNEL), img.shape[0], dev.threads, *self._head(dev), self._rule(),
                   self._policy(p_bg, p_fg, p_diff), self._feedback(dev, nbr), (dev.score, dev.mask, dev.stepped))
-        dev.wrote_raw(mask_out)
+        self._wrote_raw(dev)
+        if mask_out is not self.__dict__["_rawmask"]:  # (the model's frames write _rawmask, read when asked)
+            dev.raw.copy_to_host(mask_out)
         self._stepped_on_device(dev, nbr is dev.prev)
+
+    def _wrote_raw(self, dev: _DeviceState) -> None:
+        """After a kernel wrote the raw mask on the device (the host's copy is downloaded when read)."""
+        dev.wrote_raw()
+        self.__dict__["_raw_stale"] = True
 
     def _stepped_on_device(self, dev: _DeviceState, learned: bool) -> None:
         """After a learning kernel: the rows' step counts downloaded; ``learned``: the raw mask becomes the
-        previous one."""
+        previous one (the host's ``prev_mask_``, downloaded when read)."""
         dev.stepped.copy_to_host(self._stepped)
         if learned:
             dev.learned()
+            self.__dict__["_prev_stale"] = True
         self._ran()
 
     def _postprocess(self, raw: np.ndarray) -> np.ndarray:
@@ -405,12 +427,19 @@ class CudaEngine:
         dev = self.__dict__.get("_dev")
         if dev is None or dev.raw is None or raw is not self._rawmask or self._on_host():
             return super()._postprocess(raw)
+        if self.params.get("median", 0) < 3:
+            self._sync_raw()  # the component filters read the raw mask itself
+            return super()._postprocess(raw)
         return self._filters.apply(raw, self.params, lambda _, k: dev.median(k))
 
     # ------------------------------------------------------------------ outputs
     def getScoreMap(self) -> np.ndarray | None:
         self._sync_score()
         return super().getScoreMap()
+
+    def getRawMask(self) -> np.ndarray | None:
+        self._sync_raw()
+        return super().getRawMask()
 
     def getBackgroundImage(self) -> np.ndarray | None:
         return self._reading(super().getBackgroundImage)
@@ -439,7 +468,7 @@ class CudaEngine:
 
 def _fresh_engine(cuda) -> dict:
     return {"_cuda": cuda, "_dev": None, "_dev_ahead": False, "_host_ahead": True, "_internal": False,
-            "_score_stale": False, "_host_phase": False}
+            "_score_stale": False, "_raw_stale": False, "_prev_stale": False, "_host_phase": False}
 
 
 class CudaOLKNSubtractor(CudaEngine, OLKNSubtractor):

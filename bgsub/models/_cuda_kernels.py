@@ -315,11 +315,13 @@ def median_pass(src, k, vertical, out):
             out[i, j] = 255 if 2 * n > k * k else 0
 
 
-def gather_grid(state, rows, cols, gsamples, gcoef, gring):
-    """The state of the pixels ``(rows[k], cols[k])`` in the host's layout: ``gsamples`` (G, B, C), ``gcoef``
-    (G, B), ``gring`` (G, 2) (the illumination estimate's grid, :mod:`bgsub.models._illumination`)."""
+def gather_grid(state, prev, rows, cols, out):
+    """The state and previous raw mask of the pixels ``(rows[k], cols[k])`` in the host's layout: ``out = (samples
+    (G, B, C), coef (G, B), ring (G, 2), prev (G,))`` (the illumination estimate's grid,
+    :mod:`bgsub.models._illumination`)."""
     k = cuda.grid(1)  # noqa: F821
     samples, coef, ring = state[0], state[1], state[2]
+    gsamples, gcoef, gring, gprev = out
     if k < rows.shape[0]:
         i = rows[k]
         j = cols[k]
@@ -329,6 +331,7 @@ def gather_grid(state, rows, cols, gsamples, gcoef, gring):
             gcoef[k, b] = coef[b, i, j]
         gring[k, 0] = ring[0, i, j]
         gring[k, 1] = ring[1, i, j]
+        gprev[k] = prev[i, j]
 
 
 _KERNEL_FUNCTIONS = (olkn_frame, norma_frame, norma_update_frame, score_frame, median_pass, gather_grid)
@@ -393,7 +396,7 @@ def signatures() -> dict[str, tuple]:
         "norma_update_frame": [head + (norma, policy, t(a(f64, 2), a(u8, 2)), t(a(i64, 1)))],
         "score_frame": [head + (f64, a(f32, 2), a(f64, 2), a(f64, 2), a(u8, 2), a(u8, 2), feedback)],
         "median_pass": [(a(u8, 2), i64, nt.boolean, a(i32, 2)), (a(i32, 2), i64, nt.boolean, a(u8, 2))],
-        "gather_grid": [(head[1], a(i64, 1), a(i64, 1), a(u8, 3), a(f32, 2), a(i32, 2))],
+        "gather_grid": [(head[1], a(u8, 2), a(i64, 1), a(i64, 1), t(a(u8, 3), a(f32, 2), a(i32, 2), a(u8, 1)))],
     }
 
 
