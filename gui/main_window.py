@@ -153,7 +153,7 @@ class MainWindow(QMainWindow):
         self.views = FrameViews()
         self.metrics = MetricsPanel()
         self.controls = ControlPanel()
-        self.controls.show_algorithm(session.algo, session.params)
+        self.controls.show_algorithm(session.algo, session.params, session.device)
         self.controls.set_score_range(*session.score_range)
         self.views.set_score_range(*session.score_range)
         self.controls.set_threshold(session.threshold)
@@ -264,6 +264,7 @@ class MainWindow(QMainWindow):
         c.step_button.clicked.connect(self.controller.step)
         c.restart_button.clicked.connect(self.controller.restart)
         c.algorithmChosen.connect(self.set_algorithm)
+        c.deviceChosen.connect(self.controller.set_device)
         c.paramEdited.connect(self._on_param_edited)
         c.thresholdChanged.connect(self._set_threshold)
         c.overlayToggled.connect(self._set_overlay)
@@ -611,12 +612,12 @@ class MainWindow(QMainWindow):
     @Slot(str, object)
     def _on_algorithm_rejected(self, algo: str, params: dict) -> None:
         self.algo, self.params = algo, dict(params)
-        self.controls.show_algorithm(algo, params)
+        self.controls.show_algorithm(algo, params, self.controller.session.device)
 
     @Slot(str, object)
     def _on_model_loaded(self, algo: str, params: dict) -> None:
         self.algo, self.params = algo, dict(params)
-        self.controls.show_algorithm(algo, params)
+        self.controls.show_algorithm(algo, params, self.controller.session.device)
 
     @Slot(str, object)
     def controls_show_param(self, name: str, value: Any) -> None:

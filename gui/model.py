@@ -41,6 +41,7 @@ __all__ = [
     "LatestFrameReader",
     "Session",
     "default_algorithm",
+    "device_problem",
     "warm_up",
 ]
 
@@ -57,6 +58,19 @@ def default_algorithm() -> str:
     if not names:
         raise RuntimeError("no background subtractor is registered")
     return names[0]
+
+
+def device_problem(algo: str, params: dict[str, Any] | None = None, device: str = "cuda") -> str | None:
+    """None where ``algo`` with ``params`` runs on ``device`` here, else the one line that says what is missing
+    (numba-cuda, a usable GPU, an algorithm or option the GPU engine runs:
+    :func:`bgsub.devices.check_device_for`, which builds the subtractor once, without a frame)."""
+    from bgsub.devices import check_device_for
+
+    try:
+        check_device_for(algo, dict(params or {}), device)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 @dataclass(frozen=True)
@@ -314,11 +328,15 @@ class Session:
         Processing resolution relative to the input, in (0, 1].
     min_area : int
         Drop foreground blobs smaller than this many pixels.
+    device : {"cpu", "cuda"}
+        Where olkn's and norma's learners run (:mod:`bgsub.devices`).
 
     Attributes
     ----------
     algo : str
         The algorithm in use.
+    device : str
+        Where the model's learners run: ``"cuda"`` (the GPU engine) or ``"cpu"``.
     params : dict
         Every parameter of ``algo`` with its current value.
     subtractor : object
@@ -343,6 +361,7 @@ class Session:
         roi: np.ndarray | None = None,
         scale: float = 1.0,
         min_area: int = 0,
+        device: str = "cpu",
     ) -> None:
         self._open = source_opener
         self._clock = clock
@@ -361,6 +380,7 @@ class Session:
         if min_area < 0:
             raise ValueError(f"min_area must be >= 0, got {min_area}")
         self._roi, self._scale, self._min_area = roi, float(scale), int(min_area)
+        self.device = device
         self.subtractor = None
         self.reset_model()
 
@@ -433,8 +453,8 @@ class Session:
     # ------------------------------------------------------------------ model
 
     def reset_model(self) -> None:
-        """Rebuild the subtractor from :attr:`params`; clear metrics and rate."""
-        self._install(registry.create(self.algo, **self.params))
+        """Rebuild the subtractor from :attr:`params` on :attr:`device`; clear metrics and rate."""
+        self._install(registry.create(self.algo, device=self.device, **self.params))
 
     def _install(self, subtractor) -> None:
         self.subtractor = subtractor
@@ -461,9 +481,22 @@ class Session:
         """
         values = registry.default_params(algo)
         values.update(registry.validate_params(algo, dict(params or {})))
-        subtractor = registry.create(algo, **values)
+        # on the GPU while the algorithm runs there (else on the CPU: the device choice follows)
+        device = self.device if device_problem(algo, values, self.device) is None else "cpu"
+        subtractor = registry.create(algo, device=device, **values)
         self.algo = algo
         self.params = values
+        self.device = device
+        self._install(subtractor)
+
+    def set_device(self, device: str) -> None:
+        """Run the model on ``device`` (``"cpu"`` or ``"cuda"``): the subtractor is rebuilt there (a new model).
+
+        Raises ValueError, one line saying what is missing (numba-cuda, a GPU, an algorithm the GPU engine
+        runs), and changes nothing where it cannot run there.
+        """
+        subtractor = registry.create(self.algo, device=device, **self.params)
+        self.device = device
         self._install(subtractor)
 
     def save_model(self, path: str | os.PathLike) -> Path:
@@ -478,16 +511,22 @@ class Session:
     def load_model(self, path: str | os.PathLike) -> str:
         """Replace the model by the checkpoint at ``path`` (see :func:`bgsub.load`); return its algorithm.
 
-        The loaded model goes on from its own frame count; the metrics start again.
-        Raises :class:`bgsub.CheckpointError` or ``OSError`` (and changes nothing) for
+        The loaded model goes on from its own frame count, on :attr:`device` where it runs there (else on the
+        CPU); the metrics start again. Raises :class:`bgsub.CheckpointError` or ``OSError`` (and changes nothing) for
         a file that is not a readable checkpoint.
         """
         subtractor = load_checkpoint(path)
         algo = algorithm_name(subtractor)
+        device = self.device if device_problem(algo, subtractor.get_params(), self.device) is None else "cpu"
+        if device != "cpu":  # on the GPU where the model runs there
+            from bgsub.models._cuda_engine import to_device
+
+            subtractor = to_device(subtractor, device)
         values = registry.default_params(algo)
         values.update(registry.validate_params(algo, subtractor.get_params()))
         self.algo = algo
         self.params = values
+        self.device = device
         self._install(subtractor)
         return algo
 

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 
 from bgsub import registry
 
-from .model import FrameResult, SourceInfo
+from .model import FrameResult, SourceInfo, device_problem
 
 __all__ = ["ParameterForm", "ControlPanel", "MetricsPanel", "RESET_MARK", "describe_range", "param_label_html"]
 
@@ -205,6 +205,9 @@ class ControlPanel(QWidget):
     Signals
     -------
     algorithmChosen(str)
+    deviceChosen(str)
+        Run the learners on ``"cpu"`` or ``"cuda"`` (offered where :func:`bgsub_gui.model.device_problem` finds
+        nothing missing).
     paramEdited(str, object)
     thresholdChanged(float)
     overlayToggled(bool)
@@ -220,6 +223,7 @@ class ControlPanel(QWidget):
     """
 
     algorithmChosen = Signal(str)
+    deviceChosen = Signal(str)
     paramEdited = Signal(str, object)
     thresholdChanged = Signal(float)
     overlayToggled = Signal(bool)
@@ -233,6 +237,9 @@ class ControlPanel(QWidget):
     #: Texts of the output check boxes when not recording.
     OUTPUT_TEXTS = {"masks": "Save masks to a folder…", "overlay": "Record overlay video…",
                     "objects": "Save objects (JSONL/CSV)…"}
+    #: The device choice's tooltip where the GPU engine runs the algorithm.
+    DEVICE_TIP = ("Where the per-pixel learners run: cpu, or cuda (an NVIDIA GPU; olkn and norma, without texture "
+                  "features). Changing it starts a new model.")
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -334,6 +341,17 @@ class ControlPanel(QWidget):
         self.algo_doc.setWordWrap(True)
         self.algo_doc.setStyleSheet("color: #555;")
         al.addWidget(self.algo_doc)
+        device_row = QHBoxLayout()
+        device_row.addWidget(QLabel("device"))
+        self.device_combo = QComboBox()
+        self.device_combo.setObjectName("deviceCombo")
+        self.device_combo.addItems(["cpu", "cuda"])
+        self.device_combo.setToolTip(self.DEVICE_TIP)
+        self.device_combo.currentTextChanged.connect(self._on_device)
+        device_row.addWidget(self.device_combo, 1)
+        al.addLayout(device_row)
+        #: Why the GPU cannot run the algorithm shown (None: it can).
+        self.device_problem: str | None = None
         self.params = ParameterForm()
         self.params.paramEdited.connect(self.paramEdited)
         al.addWidget(self.params)
@@ -346,8 +364,26 @@ class ControlPanel(QWidget):
             self.show_algorithm(algo)
             self.algorithmChosen.emit(algo)
 
-    def show_algorithm(self, algo: str, values: dict[str, Any] | None = None) -> None:
-        """Show ``algo`` in the combo and its parameter widgets, without emitting."""
+    def _on_device(self, device: str) -> None:
+        if device:
+            self.deviceChosen.emit(device)
+
+    def show_device(self, device: str, algo: str, values: dict[str, Any] | None = None) -> None:
+        """Show ``device`` in the device choice, without emitting; the choice is enabled only where ``algo`` with
+        ``values`` runs on the GPU here (else it shows cpu, and its tooltip says what is missing)."""
+        self.device_problem = device_problem(algo, values)
+        if self.device_problem is not None:
+            device = "cpu"
+        self.device_combo.blockSignals(True)
+        self.device_combo.setCurrentText(device)
+        self.device_combo.blockSignals(False)
+        self.device_combo.setEnabled(self.device_problem is None)
+        self.device_combo.setToolTip(self.DEVICE_TIP if self.device_problem is None
+                                     else f"cuda cannot run here: {self.device_problem}")
+
+    def show_algorithm(self, algo: str, values: dict[str, Any] | None = None, device: str | None = None) -> None:
+        """Show ``algo`` in the combo and its parameter widgets, and ``device`` (None: the one shown) in the
+        device choice (:meth:`show_device`), without emitting."""
         self.algo_combo.blockSignals(True)
         self.algo_combo.setCurrentText(algo)
         self.algo_combo.blockSignals(False)
@@ -359,6 +395,7 @@ class ControlPanel(QWidget):
         self.algo_doc.setText(doc)
         self.algo_doc.setVisible(bool(doc))
         self.params.build(algo, values)
+        self.show_device(device or self.device_combo.currentText(), algo, values)
 
     def set_score_range(self, lo: float, hi: float) -> None:
         """Bound the threshold to the score map's range.

@@ -255,6 +255,14 @@ class SessionWorker(QObject):
             return
         self._model_reset(f"algorithm {algo}: new model")
 
+    @Slot(str)
+    def set_device(self, device: str) -> None:
+        ok, _ = self._attempt(self.session.set_device, device, doing=f"run on {device}")
+        if not ok:  # the window shows the session's algorithm and device again
+            self.algorithmRejected.emit(self.session.algo, dict(self.session.params))
+            return
+        self._model_reset(f"device {device}: new model")
+
     @Slot(str, object)
     def set_param(self, name: str, value: Any) -> None:
         ok, change = self._attempt(self.session.set_param, name, value)
@@ -466,6 +474,9 @@ class SessionController(QObject):
 
     def set_algorithm(self, algo: str, params: dict | None = None) -> None:
         self._send("set_algorithm", algo, dict(params or {}))
+
+    def set_device(self, device: str) -> None:
+        self._send("set_device", device)
 
     def set_param(self, name: str, value: Any) -> None:
         self._send("set_param", name, value)
