@@ -16,7 +16,9 @@ What it does, in order:
 
    - ``model``: the model alone (no stabiliser, illumination compensation, median or component filters): the
      frame's upload, the kernel, the mask's download; the GPU engine's own speed;
-   - ``defaults``: the default parameters, every stage (the stages around the model run on the CPU);
+   - ``median``: the model and the 7x7 median (on the GPU: its output is what comes back);
+   - ``defaults``: the default parameters, every stage (the median on the GPU, the other stages around the
+     model on the CPU);
 
    on ``cuda`` and ``cpu``, and OpenCV's KNN once per size. fps = timed frames / their wall time.
 
@@ -46,6 +48,8 @@ from bgsub.benchmark import load_frames  # noqa: E402
 #: The stages around the model switched off: what ``model`` times.
 MODEL_ONLY = {"stabilise": "off", "illumination": "off", "median": 0, "median_max": 0, "min_area": 0,
               "fill_holes": 0}
+#: What is timed: the model alone, with the median, and the defaults.
+CONFIGS = (("model", MODEL_ONLY), ("median", {**MODEL_ONLY, "median": 7}), ("defaults", {}))
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -159,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         row["results"].append({"algo": "knn", "config": "defaults", "device": "cpu", **knn})
         log(f"{w}x{h} knn: {knn['fps']:.1f} fps")
         for algo in algos:
-            for config, params in (("model", MODEL_ONLY), ("defaults", {})):
+            for config, params in CONFIGS:
                 for device in ("cuda", "cpu"):
                     sub = bgsub.create(algo, device=device, **params)
                     r = time_apply(sub, warm, timed if device == "cuda" else timed_cpu)
@@ -173,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         res = row["results"]
         knn = next(r["fps"] for r in res if r["algo"] == "knn")
         for algo in algos:
-            for config in ("model", "defaults"):
+            for config, _ in CONFIGS:
                 g = next(r["fps"] for r in res if (r["algo"], r["config"], r["device"]) == (algo, config, "cuda"))
                 c = next(r["fps"] for r in res if (r["algo"], r["config"], r["device"]) == (algo, config, "cpu"))
                 print(f"{row['size']:<10} {algo:<6} {config:<9} {g:>9.1f} {c:>8.1f} {g / c:>6.1f} {g / knn:>6.1f}")
