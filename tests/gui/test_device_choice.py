@@ -78,3 +78,31 @@ def test_switching_to_cuda_runs_frames_on_the_gpu_engine(qtbot, make_window, tmp
     qtbot.waitUntil(lambda: session.algo == "knn", timeout=TIMEOUT_MS)
     assert session.device == "cpu"
     assert combo.currentText() == "cpu" and not combo.isEnabled() and "CPU only" in combo.toolTip()
+
+
+@pytest.mark.skipif(not HAS_NUMBA_CUDA, reason="numba-cuda is not installed (pip install -e \".[cuda]\")")
+def test_the_session_keeps_its_device_for_loaded_models_and_refuses_what_cannot_run(tmp_path):
+    from bgsub_gui.model import Session
+
+    problem = cuda_problem()
+    if problem is not None:
+        pytest.skip(f"no CUDA runtime: {problem}")
+    seq = make_cdnet_sequence(tmp_path / "small", n_frames=4, width=16, height=12, first_scored=2)
+    gpu = Session(algo="olkn", device="cuda")
+    gpu.open(seq)
+    for _ in range(2):
+        assert gpu.step() is not None
+    path = gpu.save_model(tmp_path / "model.npz")
+    assert gpu.subtractor.device == "cuda"
+    cpu = Session(algo="knn")
+    assert cpu.load_model(path) == "olkn" and cpu.device == "cpu"
+    assert type(cpu.subtractor).__name__ == "OLKNSubtractor"
+    assert gpu.load_model(path) == "olkn" and gpu.subtractor.device == "cuda"
+    with pytest.raises(ValueError, match="runs on the CPU only"):
+        Session(algo="knn").set_device("cuda")
+    knn = Session(algo="knn")
+    try:
+        knn.set_device("cuda")
+    except ValueError:
+        pass
+    assert knn.device == "cpu"  # refused: nothing changed
