@@ -37,6 +37,7 @@ from bgsub.cdnet import load_sequence
 from bgsub.models import _bounded_frame as bf
 from bgsub.models import _state
 from bgsub.models.base import _prob
+from bgsub.models.params import BLINK_DOWN
 
 OUTPUTS = ("samples", "coef", "ring", "rho", "blink", "mask")
 
@@ -100,7 +101,7 @@ def _run(args, highway, modules, W, H) -> int:
         for k in state:
             work[k][...] = state[k]
         names = _arguments(module)
-        feedback = (work["blink"], work["prev"], work["post"], p["blink_gain"], p["blink_up"], p["blink_down"])
+        feedback = (work["blink"], work["prev"], work["post"], p["blink_gain"], p["blink_up"], BLINK_DOWN)
         t = time.perf_counter()
         if "cache" in names:  # the argument groups of bgsub.models._state
             module.olkn_frame_bounded(
@@ -112,7 +113,7 @@ def _run(args, highway, modules, W, H) -> int:
         else:  # a variant with every argument on its own
             module.olkn_frame_bounded(
                 img, work["samples"], work["coef"], work["ring"], work["rho"], sub.scale_, sub.lut(),
-                *_state.olkn_rule(p), *rates, p["diffuse_radius"], p["seed"], sub.n_frames_, work["score"],
+                *_state.olkn_rule(p), *rates, _state.DIFFUSE_RADIUS, p["seed"], sub.n_frames_, work["score"],
                 work["mask"], work["prev"], work["stepped"], *feedback, work["ref"], work["ref_sum"],
                 work["ref_mass"], bf.gaussian_slope(p["width"]), False, *((False,) if "filling" in names else ()),
                 work["summed"], *(scratch if "todo" in names else ()))

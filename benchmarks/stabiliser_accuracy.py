@@ -28,10 +28,10 @@ from bgsub.cdnet import load_sequence
 from bgsub.commands.eval import resolve_sequences
 
 
-def measure(path: str, mode: str, max_shift: int) -> tuple[int, int, float]:
+def measure(path: str, mode: str) -> tuple[int, int, float]:
     """``(frames right, frames, ms per frame)`` of stabiliser ``mode`` on the jittered copy of ``path``."""
     seq = augment(load_sequence(path), "jitter")
-    sub = bgsub.create("olkn", stabilise=mode, stabilise_max=max_shift)
+    sub = bgsub.create("olkn", stabilise=mode)
     first = seq.shift(seq.frames[0])
     right = 0
     elapsed = 0.0
@@ -51,7 +51,6 @@ def measure(path: str, mode: str, max_shift: int) -> tuple[int, int, float]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default="../shared/data/bgs", help="folder holding the CDnet-layout sequences")
-    ap.add_argument("--max-shift", type=int, default=8, help="stabilise_max (default 8)")
     args = ap.parse_args(argv)
     if not Path(args.data).is_dir():
         print(f"no sequences at {args.data}: pass --data", file=sys.stderr)
@@ -60,7 +59,7 @@ def main(argv=None) -> int:
     print("|---|---|---|---|")
     totals = np.zeros(2)
     for path in resolve_sequences([args.data]):
-        right, frames, ms = measure(str(path), "match", args.max_shift)
+        right, frames, ms = measure(str(path), "match")
         totals += (frames, right)
         print(f"| {Path(path).name} | {frames} | {right} | {ms:.2f} |")
     frames, right = totals

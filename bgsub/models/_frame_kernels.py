@@ -498,9 +498,9 @@ def _norma_step(selected, x, f, frame, lay, nbr_mask, pix, view, lut, scale, rul
 def olkn_frame(frame, state, scale, lut, rule, policy, feedback, out, texture, early):
     """One OLK_N frame in one pass: score every pixel, then step the selected ones.
 
-    Equivalent to :func:`score_frame` (``offset = 1``) followed by
-    :func:`olkn_update_frame` with the raw mask, in a single parallel region (one
-    thread wake-up per frame instead of two, each pixel's state read once).
+    Equivalent to :func:`score_frame` (``offset = 1``) followed by an update of the
+    pixels the raw mask selects, in a single parallel region (one thread wake-up per
+    frame instead of two, each pixel's state read once).
     Under the quantile offset rule every pixel's offset moves by
     :func:`learners.steps.olk_n_quantile_rho` at every frame. A pixel the policy
     does not select may learn a neighbour's value instead (:func:`_diffusion_source`,
@@ -640,40 +640,13 @@ def _bootstrap_row(i, frame, dy, dx, state, lay, scales, lut, rule, score, mask,
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def olkn_update_frame(frame, state, scale, lut, rule, f_in, oldest_in, mask, policy, stepped, texture):
-    """OLK_N update at the pixels selected by an external ``mask`` (second pass after :func:`score_frame`).
-
-    Used when the policy follows the post-processed mask (``update_mask="post"``);
-    ``f_in``/``oldest_in`` are :func:`score_frame`'s outputs. Same selection rule,
-    offset rule, neighbour diffusion (neighbours classified by ``mask``) and the
-    same :func:`learners.steps.olk_n_update` as :func:`olkn_frame`.
-    """
-    samples, coef, ring = state[0], state[1], state[2]  # (arrays by index, once: module docstring)
-    lay = _layout(frame, state)
-    rho, W, B = state[3], lay[1], lay[2]
-    p_bg, p_fg, _, _, seed, frame_no = policy
-    quantile = rule[3] == RHO_QUANTILE
-    for i in prange(lay[0]):
-        n = 0
-        for j in range(W):
-            p = i * W + j
-            rho0 = rho[i, j]
-            sv, cf, rg = _views(samples, coef, ring, lay, p)
-            if quantile:
-                rho0 = _quantile_rho(f_in[i, j], rho0, rule)
-                rho[i, j] = rho0
-            sel = _selected(mask[i, j] != 0, rg[1], B, p_bg, p_fg, seed, frame_no, p)
-            done, new_rho = _olkn_step(sel, _vec(frame, lay[4], p, lay[3]), f_in[i, j], oldest_in[i, j], frame, lay,
-                                       mask, (i, j, p), (sv, cf, rg), lut, scale, rule, rho0, policy, texture)
-            if done:
-                rho[i, j] = new_rho
-                n += 1
-        stepped[i] = n
-
-
-@njit(cache=True, parallel=True, fastmath=True, nogil=True)
 def norma_update_frame(frame, state, scale, lut, rule, f_in, mask, policy, stepped, texture):
-    """nu-NORMA update at the pixels selected by an external ``mask`` (see :func:`olkn_update_frame`)."""
+    """nu-NORMA update at the pixels selected by an external ``mask`` (second pass after :func:`score_frame`).
+
+    Used when the policy follows the post-processed mask (``update_mask="post"``); ``f_in`` is
+    :func:`score_frame`'s output. Same selection rule, neighbour diffusion (neighbours classified by ``mask``)
+    and the same :func:`learners.steps.norma_novelty_update` as :func:`norma_frame`.
+    """
     samples, coef, ring = state[0], state[1], state[2]  # (arrays by index, once: module docstring)
     rho, lay = state[3], _layout(frame, state)
     p_bg, p_fg, _, _, seed, frame_no = policy

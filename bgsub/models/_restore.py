@@ -18,7 +18,7 @@ from bgsub.models._illumination import MAX_GAIN, MIN_GAIN
 from bgsub.pipeline.stages import REANCHOR_FRAMES
 from learners.expansion import SCALE_MAX, SCALE_MIN
 
-__all__ = ["check_state_value", "check_state_array", "check_ring", "check_mask", "without_removed_params",
+__all__ = ["check_state_value", "check_state_array", "check_ring", "check_mask", "without_removed_params", "upgrade_kernel_layout",
            "upgrade_feedback_layout", "check_kernel_state"]
 
 
@@ -87,6 +87,21 @@ def upgrade_feedback_layout(layout: int, params: dict, arrays: dict) -> tuple[di
             arrays = {"blink_": np.zeros((H, W), np.float32), "post_mask_": np.zeros((H, W), np.uint8),
                       **arrays}
     return params, arrays
+
+
+def upgrade_kernel_layout(layout: int, params: dict, arrays: dict, current: int,
+                          texture_layout: int) -> tuple[dict, dict] | None:
+    """olkn's or norma's checkpoint of an older layout as layout ``current``: layout 1 through
+    :func:`upgrade_feedback_layout`, layouts before ``texture_layout`` with the texture features off (as they
+    were then); a layout before the stabiliser's state was saved takes its reference at the next frame, and
+    none of them knew ``warmup_frames`` (0)."""
+    if not 1 <= layout < current:
+        return None
+    if layout == 1:
+        params, arrays = upgrade_feedback_layout(layout, params, arrays)
+    if layout < texture_layout:
+        params = {**params, "texture": 0.0}
+    return {"warmup_frames": 0, **params}, arrays
 
 
 def check_kernel_state(sub) -> None:

@@ -10,7 +10,7 @@ namedtuple), with the same element types on every call so that numba compiles ea
 - :func:`feedback`: ``(blink, prev, post, gain, up, down)``;
 - ``out``: ``(score, mask, stepped)``, the frame's outputs.
 
-This module imports only numpy and the learners' constants.
+This module imports only the learners' constants.
 """
 
 from __future__ import annotations
@@ -18,6 +18,11 @@ from __future__ import annotations
 from typing import Any
 
 from learners.steps import RHO_PAPER, RHO_QUANTILE
+
+#: The quantile rule's highest offset (a value f >= 1 is never novel): a constant since it was last a parameter.
+RHO_MAX = 0.0
+#: The diffusion's neighbourhood radius (a 3x3 square).
+DIFFUSE_RADIUS = 1
 
 __all__ = ["OLKN_RHO_RULES", "feedback", "norma_rule", "olkn_rule", "pixel_state", "policy"]
 
@@ -34,7 +39,7 @@ def pixel_state(model: Any) -> tuple:
 def olkn_rule(p: dict[str, Any]) -> tuple:
     """OLK_N's ``(r, nu, C, rho_rule, rho_eta, rho_nu, rho_lo, rho_hi)`` from the subtractor's parameters."""
     return (float(p["r"]), float(p["nu"]), float(p["C"]), int(OLKN_RHO_RULES[p["rho_rule"]]), float(p["rho_eta"]),
-            float(p["rho_nu"]), float(p["rho_min"]), float(p["rho_max"]))
+            float(p["rho_nu"]), float(p["rho_min"]), RHO_MAX)
 
 
 def norma_rule(p: dict[str, Any]) -> tuple:
@@ -45,7 +50,7 @@ def norma_rule(p: dict[str, Any]) -> tuple:
 def policy(p_bg: int, p_fg: int, p_diff: int, p: dict[str, Any], frame_no: int) -> tuple:
     """``(p_bg, p_fg, p_diff, radius, seed, frame_no)``: the update policy's probabilities (out of
     :data:`bgsub.models._frame_kernels.PROB_ONE`), the diffusion's radius, the draws' seed and frame."""
-    return (int(p_bg), int(p_fg), int(p_diff), int(p["diffuse_radius"]), int(p["seed"]), int(frame_no))
+    return (int(p_bg), int(p_fg), int(p_diff), DIFFUSE_RADIUS, int(p["seed"]), int(frame_no))
 
 
 def feedback(blink, prev, blink_args: tuple) -> tuple:

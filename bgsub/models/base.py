@@ -20,7 +20,7 @@ from bgsub.models import _frame_kernels as fk
 from bgsub.models import _illumination, _state, _texture
 from bgsub.models._bootstrap import init_from_neighbours
 from bgsub.models._restore import check_kernel_state, upgrade_feedback_layout, without_removed_params
-from bgsub.models.params import (COMMON_PARAMS, FEEDBACK_PARAMS, REMOVED_CHOICES, REMOVED_PARAMS,  # noqa: F401
+from bgsub.models.params import (BLINK_DOWN, COMMON_PARAMS, FEEDBACK_PARAMS, REMOVED_CHOICES, REMOVED_PARAMS,  # noqa: F401
                                  TEXTURE_PARAMS, from_preset, on_device, with_defaults)
 from bgsub.models.staged import StagedSubtractor
 from learners._numba_cache import is_cached
@@ -251,7 +251,7 @@ class PixelKernelSubtractor(StagedSubtractor):
             else:
                 # two passes: the update reads the post-processed mask
                 self._score_pass(img, learn=True)
-                if self.params["update_mask"] == "raw":
+                if self.params.get("update_mask", "raw") == "raw":
                     self._update(img, self._own, p_bg, p_fg, p_diff)
                 else:
                     mask = self._postprocess(self._rawmask)
@@ -273,7 +273,7 @@ class PixelKernelSubtractor(StagedSubtractor):
         gain = p.get("blink_gain", 0.0)
         if not learn:
             return self.post_mask_, gain, 0.0, 0.0
-        return self.post_mask_, gain, p.get("blink_up", 0.0), p.get("blink_down", 0.0)
+        return self.post_mask_, gain, p.get("blink_up", 0.0), BLINK_DOWN
 
     def _score_pass(self, img: np.ndarray, learn: bool) -> None:
         """Score ``img`` without learning (:func:`fk.score_frame`), with the blink feedback; ``learn`` moves the
@@ -366,7 +366,7 @@ class PixelKernelSubtractor(StagedSubtractor):
 
     def _fused(self) -> bool:
         """Whether a learning frame is one pass (:meth:`_frame`) rather than a score pass and an update pass."""
-        return self.params["update_mask"] == "raw"
+        return self.params.get("update_mask", "raw") == "raw"
 
     def _frame_kernels(self) -> tuple:
         """The jitted functions the next frames run with the current parameters (the large ones, whose

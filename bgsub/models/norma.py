@@ -16,6 +16,7 @@ import numpy as np
 
 from bgsub.models import _frame_kernels as fk
 from bgsub.models import _state
+from bgsub.models._restore import upgrade_kernel_layout
 from bgsub.models.base import (COMMON_PARAMS, FEEDBACK_PARAMS, TEXTURE_PARAMS, PixelKernelSubtractor,
                                from_preset, on_device, with_defaults)
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
@@ -78,15 +79,8 @@ class NORMASubtractor(PixelKernelSubtractor):
 
     @classmethod
     def _upgrade_checkpoint(cls, layout, params, arrays):
-        """A checkpoint of layout 1 or 2 (before the texture features: ``texture`` off, as it was then) or 3
-        (before the stabiliser's state was saved: it takes its reference at the next frame) as layout 4."""
-        if layout not in (1, 2, 3):
-            return None
-        if layout == 1:
-            params, arrays = super()._upgrade_checkpoint(layout, params, arrays)
-        if layout <= 2:
-            params = {**params, "texture": 0.0}
-        return {"warmup_frames": 0, **params}, arrays
+        """A checkpoint of layout 1 to 3 as layout 4 (:func:`bgsub.models._restore.upgrade_kernel_layout`)."""
+        return upgrade_kernel_layout(layout, params, arrays, cls._STATE_LAYOUT, texture_layout=3)
 
     def _check(self, values):
         super()._check(values)

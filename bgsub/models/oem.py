@@ -57,7 +57,7 @@ OEM_PARAMS = (
     ParamSpec("median", int, 5, "median filter of the mask, aperture (0: off; odd)", "pixels", 0, 15),
     # the stages every subtractor runs behind (bgsub.pipeline.stages); their defaults by leave-one-group-out
     # cross-validation (docs/oem.md)
-    *with_defaults(tuple(p for p in COMMON_PARAMS if p.name in ("stabilise", "stabilise_max", "illumination")),
+    *with_defaults(tuple(p for p in COMMON_PARAMS if p.name in ("stabilise", "illumination")),
                    stabilise="match", illumination="gain"),
 )
 
@@ -73,7 +73,7 @@ class OEMSubtractor(StagedSubtractor):
     ----------
     n_components, covariance, learning_floor, threshold, birth, bg_ratio, var_init, min_var, color, median
         See :data:`OEM_PARAMS` (``bgsub run --algo oem --help-params``) and ``docs/oem.md``.
-    stabilise, stabilise_max, illumination
+    stabilise, illumination
         The stabiliser and the illumination gain (:mod:`bgsub.pipeline.stages`; on by default, off in the
         ``fast`` preset); the gain is estimated against the mean of each pixel's heaviest component
         (:func:`bgsub.pipeline.stages.gain_against`).
@@ -105,7 +105,7 @@ class OEMSubtractor(StagedSubtractor):
     _STATE_ARRAYS = ("s0_", "s1_", "s2_", "prev_mask_", "stabilise_reference_")
     _STATE_SCALARS = ("n_frames_", "n_updates_", "stabilise_saturated_", "gain_")
     #: The stages' parameters and state joined since checkpoints of layout 2 were first written: off.
-    _ADDED_PARAMS: dict[str, Any] = {"stabilise": "off", "stabilise_max": 8, "illumination": "off"}
+    _ADDED_PARAMS: dict[str, Any] = {"stabilise": "off", "illumination": "off"}
     _ADDED_SCALARS = ("stabilise_saturated_", "gain_")
     #: ... and the previous raw mask the gain is estimated on (a checkpoint without it: an empty mask).
     _ADDED_ARRAYS = ("prev_mask_",)
@@ -132,8 +132,9 @@ class OEMSubtractor(StagedSubtractor):
 
     @classmethod
     def without_removed_params(cls, params: dict[str, Any]) -> dict[str, Any]:
-        """A checkpoint's ``params`` without ``blur`` (removed; read only at 0, off)."""
-        return without_removed_params(cls._SPECS, {"blur": 0.0}, {}, params)
+        """A checkpoint's ``params`` without ``blur`` (removed; read only at 0, off) and ``stabilise_max`` (a
+        constant since: read only at 8)."""
+        return without_removed_params(cls._SPECS, {"blur": 0.0, "stabilise_max": 8}, {}, params)
 
     @property
     def score_range(self) -> tuple[float, float]:

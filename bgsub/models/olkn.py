@@ -20,6 +20,7 @@ from bgsub.models import _state
 from bgsub.models.base import (COMMON_PARAMS, FEEDBACK_PARAMS, TEXTURE_PARAMS, PixelKernelSubtractor,
                                from_preset, on_device, with_defaults)
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
+from bgsub.models._restore import upgrade_kernel_layout
 from bgsub.models._state import OLKN_RHO_RULES
 from learners.steps import olk_decay
 
@@ -46,20 +47,21 @@ OLKN_PARAMS = (
     ParamSpec("rho_eta", float, 0.03, "quantile rule: step of the offset per frame", "", 0.0, 1.0),
     ParamSpec("rho_nu", float, 0.05, "quantile rule: target fraction of novel values per pixel", "", 0.0, 1.0),
     ParamSpec("rho_min", float, -0.3,
-              "quantile rule: lowest offset (threshold f < 1 + rho_min; > -1 keeps unexplained values novel)", "",
+              "quantile rule: lowest offset (threshold f < 1 + rho_min; > -1 keeps unexplained values novel; the "
+              "highest is 0)", "",
               -0.99, 0.0),
-    ParamSpec("rho_max", float, 0.0, "quantile rule: highest offset", "", 0.0, 10.0),
     *TEXTURE_PARAMS,
     SCORE_MAP_PARAM,
 ) + with_defaults(FEEDBACK_PARAMS, blink_gain=0.9, blink_up=0.1) + with_defaults(
-    COMMON_PARAMS, diffuse_prob=0.1, stabilise="match", warmup_frames=50, init_radius=8, illumination="gain",
+    # olkn's update always reads the raw mask, in the fused pass (update_mask: norma's and svmd's choice)
+    tuple(p for p in COMMON_PARAMS if p.name != "update_mask"), diffuse_prob=0.1, stabilise="match", warmup_frames=50, init_radius=8, illumination="gain",
     min_area=10, fill_holes=100, median_max=9)
 
 #: Named parameter sets; "paper" is Li et al.'s setting with the unconditional update.
 OLKN_PRESETS = {
     "paper": {"width": 10.0, "r": 0.001, "nu": 0.1, "C": 0.2, "budget": 20, "rho_rule": "paper",
               "color": "bgr", "init": "empty", "update_prob": 1.0, "fg_update_prob": 1.0,
-              "update_mask": "raw", "median": 0, "min_area": 0, "fill_holes": 0, "median_max": 0, "init_radius": 1,
+              "median": 0, "min_area": 0, "fill_holes": 0, "median_max": 0, "init_radius": 1,
               "diffuse_prob": 0.0, "blink_gain": 0.0, "stabilise": "off", "warmup_frames": 0, "illumination": "off"},
     # The presets keep the parameters they were measured with where the defaults moved since (the illumination
     # compensation and diffuse_prob 0.1: the compensation's fixed cost is a large share of the fast preset's small
@@ -95,7 +97,7 @@ class OLKNSubtractor(PixelKernelSubtractor):
     rho_rule : {"paper", "quantile"}
         Offset update (eq. 69, or the per-pixel nu-trick
         :func:`learners.steps.olk_n_quantile_rho` with ``rho_eta``, ``rho_nu``
-        and bounds ``rho_min``, ``rho_max``).
+        and bounds ``rho_min`` and :data:`bgsub.models._state.RHO_MAX`).
     texture, texture_threshold : float
         Texture features: the weight ``lam`` of the descriptors' Hamming distance in the product kernel
         (:func:`learners.kernels.texture_lut_value`; 0: off) and the descriptor's relative threshold
@@ -113,7 +115,8 @@ class OLKNSubtractor(PixelKernelSubtractor):
 
     _SPECS = OLKN_PARAMS
     _REMOVED_CHOICES = {**PixelKernelSubtractor._REMOVED_CHOICES, "rho_rule": ("primal",)}
-    _REMOVED_PARAMS = {**PixelKernelSubtractor._REMOVED_PARAMS, "init_rho": "zero", "adapt_update": 0.0,
+    _REMOVED_PARAMS = {**PixelKernelSubtractor._REMOVED_PARAMS, "init_rho": "zero", "rho_max": 0.0,
+                       "update_mask": "raw", "adapt_update": 0.0,
                        "adapt_by": "offset", "adapt_width": 0.0, "width_rate": 0.01, "width_min": 1.0,
                        "width_max": 3.0, "width_blink": 0.0}
     #: The per-pixel widths' state arrays (``misfit_``, ``width_``): a checkpoint of layout 3 to 5 holds them,
@@ -128,24 +131,14 @@ class OLKNSubtractor(PixelKernelSubtractor):
 
     @classmethod
     def _upgrade_checkpoint(cls, layout, params, arrays):
-        """A checkpoint of layout 1, 2 (before the per-pixel widths), 3 (before the texture features: ``texture``
-        off) or 4 (before
-        the stabiliser's state was saved: it takes its reference at the next frame) as layout 5; none of them
-        knew ``warmup_frames`` (0)."""
-        if layout not in (1, 2, 3, 4):
-            return None
-        if layout in (1, 2):
-            if layout == 1:
-                params, arrays = super()._upgrade_checkpoint(layout, params, arrays)
-        if layout <= 3:
-            params = {**params, "texture": 0.0}
-        return {"warmup_frames": 0, **params}, arrays
+        """A checkpoint of layout 1 to 4 as layout 5 (:func:`bgsub.models._restore.upgrade_kernel_layout`)."""
+        return upgrade_kernel_layout(layout, params, arrays, cls._STATE_LAYOUT, texture_layout=4)
 
     @property
     def score_range(self) -> tuple[float, float]:
         # f lies in [0, B*C] and rho in [0, B*C - 1], so 1 + rho - f is within
         # [1 - B*C, B*C]; a symmetric range keeps 0 on a histogram bin edge.
-        R = max(self.params["budget"] * self.params["C"], 1.0) + 1.0 + self.params["rho_max"]
+        R = max(self.params["budget"] * self.params["C"], 1.0) + 1.0 + _state.RHO_MAX
         return (-R, R)
 
     def _check(self, values):
@@ -177,10 +170,7 @@ class OLKNSubtractor(PixelKernelSubtractor):
         return self.params["score_map"] == "bounded" and not self._texture_on()
 
     def _frame_kernels(self):
-        if self._fused():
-            frames = (bf.olkn_frame_bounded if self._bounded() else fk.olkn_frame,)
-        else:
-            frames = (fk.score_frame, fk.olkn_update_frame)
+        frames = (bf.olkn_frame_bounded if self._bounded() else fk.olkn_frame,)
         boot = (fk.olkn_bootstrap,) if self.params["init"] == "neighbours" and self._can_bootstrap_pixelwise() else ()
         return frames + boot
 
@@ -204,13 +194,6 @@ class OLKNSubtractor(PixelKernelSubtractor):
         texture features at the table's width):
         decisions and model as with full sums, score maps exact in sign only (:func:`fk.olkn_frame`)."""
         return self.params["score_map"] == "bounded" and self._texture_on()
-
-    def _update(self, img, mask, p_bg, p_fg, p_diff):
-        p = self.params
-        self._cache_valid = False
-        fk.olkn_update_frame(img, _state.pixel_state(self), float(self.scale_), self.lut(), _state.olkn_rule(p),
-                             self._f, self._oldest, mask, _state.policy(p_bg, p_fg, p_diff, p, self.n_frames_),
-                             self._stepped, self._texture_args())
 
     def _can_bootstrap_pixelwise(self):
         return not self._texture_on()

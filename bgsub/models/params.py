@@ -14,7 +14,7 @@ from typing import Any
 
 from bgsub.registry import ParamSpec
 
-__all__ = ["on_device", "COMMON_PARAMS", "FEEDBACK_PARAMS", "TEXTURE_PARAMS", "REMOVED_PARAMS", "REMOVED_CHOICES",
+__all__ = ["BLINK_DOWN", "on_device", "COMMON_PARAMS", "FEEDBACK_PARAMS", "TEXTURE_PARAMS", "REMOVED_PARAMS", "REMOVED_CHOICES",
            "with_defaults", "checked_params", "from_preset"]
 
 #: Parameters shared by every kernel subtractor (pre- and post-processing, policy).
@@ -32,10 +32,9 @@ COMMON_PARAMS = (
               1, 16, live=False),
     ParamSpec("stabilise", str, "off",
               "camera-jitter compensation: every frame is registered to the first (integer shift, at most "
-              "stabilise_max pixels) before the model, and the mask shifted back; 'match' finds the shift by "
+              "STABILISE_MAX pixels, bgsub.pipeline.stages) before the model, and the mask shifted back; 'match' finds the shift by "
               "correlating gradient images (right on 99 % of the jittered dev frames)", "",
               choices=("off", "match")),
-    ParamSpec("stabilise_max", int, 8, "largest shift the stabiliser corrects", "pixels", 1, 64),
     ParamSpec("update_prob", float, 0.25,
               "probability that a pixel classified background steps its learner in a frame", "", 0.0, 1.0),
     ParamSpec("fg_update_prob", float, 0.02,
@@ -47,9 +46,8 @@ COMMON_PARAMS = (
               choices=("raw", "post")),
     ParamSpec("diffuse_prob", float, 0.0,
               "neighbour diffusion: probability per frame that a pixel not stepping on its own value learns the "
-              "value of a random neighbour classified background (ViBe/SuBSENSE spatial propagation; 0: off)",
+              "value of a random 8-connected neighbour classified background (ViBe/SuBSENSE spatial propagation; 0: off)",
               "", 0.0, 1.0),
-    ParamSpec("diffuse_radius", int, 1, "neighbourhood of the diffusion: a (2r+1)x(2r+1) square", "pixels", 1, 5),
     ParamSpec("illumination", str, "off",
               "global illumination compensation: 'gain' divides each frame by its gain against the model (the "
               "median frame-to-background ratio over a grid of pixels the previous frame classified background), "
@@ -62,12 +60,9 @@ COMMON_PARAMS = (
     ParamSpec("median", int, 7, "median filter of the mask, aperture (0: off; odd)", "pixels", 0, 15),
     ParamSpec("median_max", int, 0,
               "larger median aperture used while the mask is cluttered: while the running mean number of blobs "
-              "(8-connected) in the median's output reaches median_blobs, the raw mask is filtered with this "
+              "(8-connected) in the median's output reaches CLUTTER_BLOBS (bgsub.pipeline.stages), the raw mask is "
+              "filtered with this "
               "aperture instead (0: off; odd; acts only where larger than median)", "pixels", 0, 15),
-    ParamSpec("median_blobs", float, 10.0, "median_max: the running mean number of blobs a frame from which the "
-              "larger aperture is used", "blobs", 0.0, 1e6),
-    ParamSpec("median_rate", float, 0.05, "median_max: rate of the running mean number of blobs", "per frame",
-              0.0, 1.0),
     ParamSpec("min_area", int, 0, "remove foreground blobs smaller than this (0: off)", "pixels", 0, 100000),
     ParamSpec("fill_holes", int, 0,
               "fill background holes smaller than this inside foreground blobs, after the median (0: off)",
@@ -85,7 +80,6 @@ FEEDBACK_PARAMS = (
               "L - blink_gain * v * |L|, where v in [0, 1] rises where the pixel's decision flickers (0: off)",
               "", 0.0, 0.95),
     ParamSpec("blink_up", float, 0.2, "rise of the blink accumulator v when the decision flips", "", 0.0, 1.0),
-    ParamSpec("blink_down", float, 0.02, "fall of the blink accumulator v on a steady frame", "", 0.0, 1.0),
 )
 
 #: Texture features (olkn and norma): LBSP descriptors in a product kernel with colour
@@ -118,7 +112,13 @@ def with_defaults(specs: tuple[ParamSpec, ...], **defaults) -> tuple[ParamSpec, 
 #: feature off): a checkpoint that carries one at that value loads without it, another value is refused
 #: (:meth:`PixelKernelSubtractor.without_removed_params`; subclasses add their own).
 REMOVED_PARAMS: dict[str, Any] = {"blur": 0.0, "open": 0, "close": 0, "relearn_fraction": 0.0, "relearn_frames": 10,
-                                  "shadow_low": 0.0, "shadow_chroma": 0.1, "match_radius": 0, "match_tries": 8}
+                                  "shadow_low": 0.0, "shadow_chroma": 0.1, "match_radius": 0, "match_tries": 8,
+                                  "stabilise_max": 8, "diffuse_radius": 1, "median_blobs": 10.0,
+                                  "median_rate": 0.05, "blink_down": 0.02}
+
+#: The blink accumulator's fall on a steady frame (a constant since it was last a parameter, at the value every
+#: default and preset used).
+BLINK_DOWN = 0.02
 #: Values of parameters that were removed (a checkpoint that carries one is refused with a message).
 REMOVED_CHOICES: dict[str, tuple] = {"stabilise": ("phase",)}
 

@@ -50,7 +50,7 @@ class StagedSubtractor(OpenCVSubtractorAPI, Checkpointable):
     stabilise_reference_ : ndarray (H, W) of uint8 or None
         The stabiliser's reference frame; None while ``stabilise`` is off or before the first frame.
     stabilise_saturated_ : int
-        Frames in a row whose shift reached ``stabilise_max`` (:data:`stages.REANCHOR_FRAMES` of them renew the
+        Frames in a row whose shift reached :data:`stages.STABILISE_MAX` (:data:`stages.REANCHOR_FRAMES` of them renew the
         reference).
     gain_ : float
         Global gain of the last frame against the model (``illumination="gain"``; 1.0 while off).

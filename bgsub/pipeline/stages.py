@@ -36,14 +36,21 @@ from bgsub.pipeline import masks
 from bgsub.pipeline.registration import ShiftEstimator, translate
 
 __all__ = ["prepare", "full_size", "StageState", "Stabiliser", "IlluminationGain", "MaskFilter", "REANCHOR_FRAMES",
-           "DEADBAND", "RELEASE", "gain_against"]
+           "STABILISE_MAX", "CLUTTER_BLOBS", "CLUTTER_RATE", "DEADBAND", "RELEASE", "gain_against"]
 
 #: Downscaling of ``process_scale``: bilinear (measured at 1920x1080 -> 480x270: 0.4 ms vs 3.2 ms for
 #: area averaging, and dev mean F of the fast preset 0.494 vs 0.498; docs/performance.md).
 DOWNSCALE = cv2.INTER_LINEAR
 
-#: ``stabilise="match"``: frames in a row whose shift reaches ``stabilise_max`` before the reference is renewed.
+#: ``stabilise="match"``: the largest shift the stabiliser corrects, in pixels (of the frame the model sees).
+STABILISE_MAX = 8
+#: ``stabilise="match"``: frames in a row whose shift reaches :data:`STABILISE_MAX` before the reference is
+#: renewed.
 REANCHOR_FRAMES = 10
+#: ``median_max``: the running mean number of blobs in the median's output from which the larger aperture is
+#: used, and the rate of that running mean per frame.
+CLUTTER_BLOBS = 10.0
+CLUTTER_RATE = 0.05
 
 #: Gains within this of 1 are not applied (no resampling of the frame for a change below a grey level).
 DEADBAND = 0.003
@@ -93,7 +100,7 @@ class StageState:
 class Stabiliser:
     """Camera-jitter compensation (``stabilise="match"``): each frame registered to a reference frame.
 
-    The reference is the stream's first frame. A frame whose shift reaches ``stabilise_max`` is taken
+    The reference is the stream's first frame. A frame whose shift reaches :data:`STABILISE_MAX` is taken
     unshifted, and after :data:`REANCHOR_FRAMES` such frames in a row (a camera that panned or was moved, not
     one that shakes) the last becomes the reference of the frames after it.
 
@@ -102,14 +109,14 @@ class Stabiliser:
     reference_ : ndarray (H, W) of uint8 or None
         The reference frame (grey); None while off or before the first frame.
     saturated_ : int
-        Frames in a row whose shift reached ``stabilise_max``.
+        Frames in a row whose shift reached :data:`STABILISE_MAX`.
     shift : (int, int)
         ``(dx, dy)`` applied to the last frame.
     """
 
     def __init__(self) -> None:
         self._reference: np.ndarray | None = None
-        self._estimator: tuple[int, ShiftEstimator] | None = None  # (stabilise_max, its estimator)
+        self._estimator: ShiftEstimator | None = None
         self.saturated_ = 0
         self.shift = (0, 0)
 
@@ -132,11 +139,10 @@ class Stabiliser:
         if ref is None or ref.dtype != grey.dtype or ref.shape != grey.shape:
             self._renew(grey)
             return img
-        m = params["stabilise_max"]
-        if self._estimator is None or self._estimator[0] != m:  # built on first use, and anew on a change
-            self._estimator = (m, ShiftEstimator(self.reference_, m))
-        dx, dy = self._estimator[1].estimate(grey)
-        if max(abs(dx), abs(dy)) >= m:
+        if self._estimator is None:  # built on first use
+            self._estimator = ShiftEstimator(self.reference_, STABILISE_MAX)
+        dx, dy = self._estimator.estimate(grey)
+        if max(abs(dx), abs(dy)) >= STABILISE_MAX:
             # as far as the search reaches: no shift is trusted (an object can pull the estimate there);
             # a camera that stays there panned or was moved, and its frame becomes the new reference
             self.saturated_ += 1
@@ -197,8 +203,8 @@ class IlluminationGain:
 
 class MaskFilter:
     """Filters of a raw 0/255 mask: ``median`` (with ``median_max`` while the running mean number of blobs
-    reaches ``median_blobs``, at rate ``median_rate``), ``fill_holes`` and ``min_area``; each off at 0 (a
-    parameter a model does not have is off).
+    reaches :data:`CLUTTER_BLOBS`, at rate :data:`CLUTTER_RATE`), ``fill_holes`` and ``min_area``; each off at 0
+    (a parameter a model does not have is off).
 
     Attributes
     ----------
@@ -220,8 +226,8 @@ class MaskFilter:
             if params.get("median_max", 0) > median:
                 # the clutter is counted at the base aperture, so the choice does not feed back into it
                 n = masks.count_blobs(filtered)
-                self.blobs_ = float(n) if self.blobs_ < 0 else self.blobs_ + params["median_rate"] * (n - self.blobs_)
-                if self.blobs_ >= params["median_blobs"]:
+                self.blobs_ = float(n) if self.blobs_ < 0 else self.blobs_ + CLUTTER_RATE * (n - self.blobs_)
+                if self.blobs_ >= CLUTTER_BLOBS:
                     filtered = median_of(mask, params["median_max"])
             mask = filtered
         if params.get("fill_holes", 0) > 0:

@@ -65,7 +65,7 @@ def _assert_same(exact, bounded):
 @pytest.mark.parametrize("params", [
     {},  # the defaults: quantile offsets, diffusion, blink feedback, neighbour bootstrap
     {"rho_rule": "paper", "init": "empty", "blink_gain": 0.0, "diffuse_prob": 0.0},
-    {"update_prob": 1.0, "fg_update_prob": 1.0, "diffuse_prob": 0.5, "diffuse_radius": 2},
+    {"update_prob": 1.0, "fg_update_prob": 1.0, "diffuse_prob": 0.5},
     {"blink_gain": 0.6, "blink_up": 0.3, "update_prob": 0.1},
     {"r": 0.2, "width": 15.0, "C": 0.5},  # renormalises the global scale (caches rescaled)
     {"budget": 7, "nu": 0.3, "C": 0.4},

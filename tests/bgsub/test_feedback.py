@@ -97,14 +97,16 @@ def test_blink_feedback_quiets_flickering_pixels(algo):
         assert result[0.0][0] > 0.2 and result[0.6][1] > 0.75 * result[0.0][1], result
 
 
-@pytest.mark.parametrize("update_mask", ["raw", "post"])  # one fused pass, or the score pass and the update pass
-def test_frames_do_not_depend_on_threads(update_mask):
+@pytest.mark.parametrize("algo, update_mask", [("olkn", None), ("norma", "raw"), ("norma", "post")])
+def test_frames_do_not_depend_on_threads(algo, update_mask):
+    """One fused pass (olkn; norma raw), or the score pass and the update pass (norma post)."""
     frames, _ = _flicker_scene(30)
     masks = []
     for n in (1, numba.config.NUMBA_NUM_THREADS):
         numba.set_num_threads(n)
         try:
-            sub = bgsub.create("olkn", update_mask=update_mask, blink_gain=0.5, **QUIET)
+            extra = {} if update_mask is None else {"update_mask": update_mask}
+            sub = bgsub.create(algo, blink_gain=0.5, **extra, **QUIET)
             masks.append([sub.apply(fr) for fr in frames] + [sub.blink_.copy()])
         finally:
             numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
@@ -191,8 +193,8 @@ def test_component_filters_match_a_flood_fill_transcription():
         assert count_components(np.ascontiguousarray(mask)) == len(_components(mask > 0, 8)), k
 
 
-def test_a_cluttered_mask_gets_the_larger_median(tmp_path):
-    """median_max: while the running mean number of blobs after the base median reaches median_blobs, the raw
+def test_a_cluttered_mask_gets_the_larger_median(tmp_path, monkeypatch):
+    """median_max: while the running mean number of blobs after the base median reaches CLUTTER_BLOBS, the raw
     mask is filtered with the larger aperture; the mean is counted at the base aperture (no feedback from the
     choice), starts at the first frame's count, and is kept in checkpoints (blobs_)."""
     rng = np.random.default_rng(7)
@@ -204,7 +206,12 @@ def test_a_cluttered_mask_gets_the_larger_median(tmp_path):
     clutter[:, ::8] = 0
     clean = np.zeros((60, 80), np.uint8)
     clean[20:40, 30:50] = 255  # one object
-    base = dict(QUIET, median=3, median_max=9, median_blobs=5, median_rate=0.5, min_area=0, fill_holes=0)
+    from bgsub.pipeline import stages
+
+    assert (stages.CLUTTER_BLOBS, stages.CLUTTER_RATE) == (10.0, 0.05)  # the constants; smaller here: few frames
+    monkeypatch.setattr(stages, "CLUTTER_BLOBS", 5.0)
+    monkeypatch.setattr(stages, "CLUTTER_RATE", 0.5)
+    base = dict(QUIET, median=3, median_max=9, min_area=0, fill_holes=0)
     sub = bgsub.create("olkn", **base)
     n = count_components(binary_median(clutter, 3))
     assert n >= 9

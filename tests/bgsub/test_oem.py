@@ -182,7 +182,7 @@ def test_oem_checkpoint_with_blur_off_still_loads_and_blur_on_is_refused(tmp_pat
         sub.apply(f)
     meta, arrays = read_checkpoint(sub.save(tmp_path / "m.npz"))
     # as the version before the stages wrote it: no stage parameters or state, blur
-    params = {k: v for k, v in meta.pop("params").items() if k not in ("stabilise", "stabilise_max", "illumination")}
+    params = {k: v for k, v in meta.pop("params").items() if k not in ("stabilise", "illumination")}
     extra = {k: v for k, v in meta.items() if k not in ("format", "version", "kind")}
     extra["scalars"] = {k: v for k, v in extra["scalars"].items() if k in ("n_frames_", "n_updates_")}
     for blur, ok in ((0.0, True), (1.5, False)):

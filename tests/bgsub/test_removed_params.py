@@ -12,7 +12,8 @@ from learners._persist import CheckpointError, read_checkpoint, write_checkpoint
 
 #: Removed options of every kernel subtractor, with a value each did not have when off.
 ON = {"blur": 1.5, "open": 3, "close": 3, "relearn_fraction": 0.5, "relearn_frames": 5, "shadow_low": 0.5,
-      "shadow_chroma": 0.2, "match_radius": 1, "match_tries": 4}
+      "shadow_chroma": 0.2, "match_radius": 1, "match_tries": 4, "stabilise_max": 4, "diffuse_radius": 2,
+      "median_blobs": 5.0, "median_rate": 0.5, "blink_down": 0.05}
 
 
 def _frames(n=3, h=24, w=32):
@@ -71,6 +72,8 @@ def test_a_removed_option_switched_on_is_refused_naming_it(tmp_path, name):
     ({"init_rho": "quantile"}, "option init_rho .*was removed"),
     ({"adapt_update": 1.0}, "option adapt_update .*was removed"),
     ({"adapt_by": "blink"}, "option adapt_by .*was removed"),
+    ({"rho_max": 1.0}, "option rho_max .*was removed; only its neutral value 0.0 is read"),
+    ({"update_mask": "post"}, "option update_mask .*was removed; only its neutral value 'raw' is read"),
 ])
 def test_a_removed_olkn_value_is_refused_naming_it(olkn_saved, extra, match):
     _refused(olkn_saved, match, **extra)
@@ -83,6 +86,16 @@ def test_removed_olkn_values_are_refused_at_creation_and_load_when_off(olkn_save
     want = bgsub.load(olkn_saved).params
     _with_params(olkn_saved, init_rho="zero", adapt_update=0.0, adapt_by="offset")
     assert bgsub.load(olkn_saved).params == want
+
+
+def test_oem_reads_the_stabilisers_range_only_at_its_constant(tmp_path):
+    sub = bgsub.create("oem")
+    for f in _frames(2):
+        sub.apply(f)
+    path = sub.save(tmp_path / "m.npz")
+    _with_params(path, stabilise_max=8)
+    assert "stabilise_max" not in bgsub.load(path).params
+    _refused(path, "option stabilise_max .*was removed", stabilise_max=4)
 
 
 def test_a_removed_state_value_loads_at_its_value_when_off_and_is_refused_otherwise(tmp_path):

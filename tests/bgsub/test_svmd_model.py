@@ -35,7 +35,7 @@ def test_pixel_equals_the_svmd_novelty_step_of_the_estimator(update_mask):
 
 
 def masks_flag_objects(frames, **params):
-    sub = bgsub.create("svmd", **RAW, **params)
+    sub = bgsub.create("svmd", **dict(RAW, update_mask="raw"), **params)
     masks = np.array([sub.apply(fr) for fr in frames])
     return masks[[60, 61, 95, 96, 130, 131], 1, 2].mean() > masks[100:125, 0, 0].mean()
 

@@ -11,7 +11,7 @@ import pytest
 
 import bgsub
 from bgsub.checkpoint import CheckpointError
-from bgsub.models import _texture
+from bgsub.models import _state, _texture
 from learners._persist import read_checkpoint, write_checkpoint
 from tests.bgsub._params import WIDE_KERNEL
 
@@ -132,7 +132,7 @@ def _highway(n, size=(80, 60)):
 
 
 @pytest.mark.parametrize("algo, extra", [
-    ("olkn", {"score_map": "exact"}), ("olkn", {"score_map": "exact", "update_mask": "post"}),
+    ("olkn", {"score_map": "exact"}), ("norma", {"update_mask": "post"}),
     ("norma", {}), ("norma", {"init_rho": "steps"}),
     ("norma", {"diffuse_prob": 0.2, "update_mask": "raw"})])
 def test_zero_texture_weight_gives_the_colour_engine(algo, extra):
@@ -167,7 +167,7 @@ def test_every_sample_keeps_the_descriptor_of_its_value(algo, extra):
         _texture.lbsp(fr, sub.params["texture_threshold"], _texture.LBSP_FLOOR, d)
         seen.append((fr, d))
     H, W, B = sub.samples_.shape[:3]
-    r = max(sub.params["init_radius"], sub.params["diffuse_radius"])
+    r = max(sub.params["init_radius"], _state.DIFFUSE_RADIUS)
     for i in range(H):
         for j in range(W):
             pairs = {(tuple(fr[ii, jj]), tuple(d[ii, jj])) for fr, d in seen
