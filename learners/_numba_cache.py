@@ -8,18 +8,20 @@ without a warning, in a development tree, in a cache directory that outlives a c
 ``NUMBA_CACHE_DIR``), or in an installation upgraded over its ``__pycache__``.
 
 :func:`install` puts a locator in front of numba's own for the files of ``learners`` and
-``bgsub`` that compile with numba: it stores the cache where numba would (``NUMBA_CACHE_DIR``, the
-module's ``__pycache__``, or the user-wide folder, in numba's order) and stamps every such
-function with one hash of all those files (:func:`source_stamp`). A change to any of them
-recompiles them all on first use (a few minutes for the whole test suite); a cache is never used
-with sources other than those it was compiled from. Other packages' functions keep numba's
-locators.
+``bgsub``: it stores the cache where numba would (``NUMBA_CACHE_DIR``, the module's
+``__pycache__``, or the user-wide folder, in numba's order) and stamps every function of a file
+with one hash of that file and of every file of the two packages it imports, directly or through
+others (:func:`source_stamp`; constants a kernel reads from another module are frozen into its
+machine code too). An edit recompiles the functions of the files that import the edited one, and
+only those; a cache is never used with sources other than those it was compiled from. Other
+packages' functions keep numba's locators.
 
 This module imports only the standard library and numba.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import pickle
@@ -28,7 +30,7 @@ from pathlib import Path
 
 from numba.core import caching
 
-__all__ = ["install", "is_cached", "jitted_sources", "source_stamp"]
+__all__ = ["install", "is_cached", "imported_files", "jitted_sources", "source_closure", "source_stamp"]
 
 #: The packages whose jitted functions inline each other's.
 PACKAGES = ("learners", "bgsub")
@@ -47,22 +49,69 @@ def jitted_sources(root: Path = _ROOT) -> list[Path]:
     return files
 
 
-def source_stamp(root: Path = _ROOT) -> bytes:
-    """One SHA-256 over every file of :func:`jitted_sources` (its path relative to ``root`` and its bytes):
-    any edit to any of them changes it."""
+def _module_file(root: Path, module: str) -> Path | None:
+    """The file of ``module`` (a dotted name) under ``root``, if it is one of :data:`PACKAGES`'."""
+    parts = module.split(".")
+    if not parts or parts[0] not in PACKAGES:
+        return None
+    base = root.joinpath(*parts)
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def imported_files(path: Path, root: Path = _ROOT) -> set[Path]:
+    """The files of :data:`PACKAGES` that ``path`` imports, anywhere in it (``from a.b import c`` gives
+    ``a/b/c.py`` where ``c`` is a module, else ``a/b.py`` or ``a/b/__init__.py``)."""
+    return set(_imported_files(Path(path), root, path.stat().st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=None)
+def _imported_files(path: Path, root: Path, mtime: int) -> frozenset[Path]:
+    package = path.relative_to(root).parts[:-1]
+    names = []
+    for node in ast.walk(ast.parse(path.read_bytes())):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join([*package[: len(package) - node.level + 1], *([base] if base else [])])
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                names.append(sub if _module_file(root, sub) is not None else base)
+    return frozenset(f for f in (_module_file(root, name) for name in names) if f is not None)
+
+
+def source_closure(path: Path, root: Path = _ROOT) -> list[Path]:
+    """``path`` and every file of :data:`PACKAGES` it imports, directly or through others, sorted."""
+    seen: set[Path] = set()
+    todo = [Path(path)]
+    while todo:
+        current = todo.pop()
+        if current not in seen:
+            seen.add(current)
+            todo.extend(imported_files(current, root) - seen)
+    return sorted(seen)
+
+
+def source_stamp(path: Path, root: Path = _ROOT) -> bytes:
+    """One SHA-256 over :func:`source_closure` of ``path`` (each file's path relative to ``root`` and its
+    bytes): an edit to ``path`` or to any file it imports changes it, an edit elsewhere does not."""
     h = hashlib.sha256()
-    for path in jitted_sources(root):
-        h.update(path.relative_to(root).as_posix().encode())
+    for file in source_closure(path, root):
+        h.update(file.relative_to(root).as_posix().encode())
         h.update(b"\0")
-        data = path.read_bytes()
+        data = file.read_bytes()
         h.update(len(data).to_bytes(8, "little"))
         h.update(data)
     return h.digest()
 
 
 @functools.lru_cache(maxsize=None)
-def _project_stamp() -> bytes:
-    return source_stamp(_ROOT)
+def _file_stamp(py_file: str) -> bytes:
+    return source_stamp(Path(py_file).resolve(), _ROOT)
 
 
 def _ours(py_file: str) -> bool:
@@ -74,11 +123,11 @@ def _ours(py_file: str) -> bool:
 
 
 class _ProjectStamp:
-    """Mixin for numba's source-file locators: the project's stamp instead of the file's, and only for
-    this project's files."""
+    """Mixin for numba's source-file locators: the stamp of the file and of what it imports
+    (:func:`source_stamp`) instead of the file's own, and only for this project's files."""
 
     def get_source_stamp(self):
-        return _project_stamp()
+        return _file_stamp(self._py_file)
 
     @classmethod
     def from_function(cls, py_func, py_file):

@@ -1,4 +1,4 @@
-"""The numba cache's stamp covers every jitted source of learners and bgsub (learners._numba_cache)."""
+"""The numba cache's stamp of a file covers it and every project file it imports (learners._numba_cache)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numba.core.caching as caching
 import bgsub.models._frame_kernels as fk
 import learners.expansion
 from learners import _numba_cache
-from learners._numba_cache import jitted_sources, source_stamp
+from learners._numba_cache import imported_files, jitted_sources, source_closure, source_stamp
 
 ROOT = Path(_numba_cache.__file__).resolve().parents[1]
 
@@ -22,32 +22,53 @@ def _copy_project(dst: Path) -> None:
         shutil.copytree(ROOT / package, dst / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
 
-def test_stamp_changes_with_every_jitted_source_and_only_those(tmp_path):
+def test_a_files_stamp_changes_with_it_and_what_it_imports_and_only_those(tmp_path):
     _copy_project(tmp_path)
-    base = source_stamp(tmp_path)
-    assert base == source_stamp(ROOT)  # the same bytes, another folder
+    kernels = tmp_path / "bgsub" / "models" / "_bounded_frame.py"
+    em = tmp_path / "learners" / "online_em.py"
+    base, base_em = source_stamp(kernels, tmp_path), source_stamp(em, tmp_path)
+    assert base == source_stamp(ROOT / "bgsub" / "models" / "_bounded_frame.py", ROOT)  # same bytes, another folder
     jitted = {p.relative_to(tmp_path).as_posix() for p in jitted_sources(tmp_path)}
-    # the modules whose functions the frame kernels inline, and the kernels themselves
-    assert {"learners/expansion.py", "learners/steps.py", "learners/kernels.py",
-            "bgsub/models/_frame_kernels.py", "bgsub/models/_bounded_frame.py"} <= jitted
-    assert "bgsub/cli.py" not in jitted and "bgsub/writers.py" not in jitted
+    assert {"learners/expansion.py", "learners/steps.py", "bgsub/models/_frame_kernels.py"} <= jitted
+    # the modules whose functions the bounded frame inlines, through the frame kernels
+    closure = {p.relative_to(tmp_path).as_posix() for p in source_closure(kernels, tmp_path)}
+    assert {"learners/expansion.py", "learners/steps.py", "learners/kernels.py", "bgsub/models/_frame_kernels.py",
+            "bgsub/models/_bounded_frame.py"} <= closure
+    assert "bgsub/cli.py" not in closure and "learners/online_em.py" not in closure
 
     dependency = tmp_path / "learners" / "expansion.py"
     original = dependency.read_bytes()
     dependency.write_bytes(original + b"\n# an edit\n")
-    assert source_stamp(tmp_path) != base  # bgsub's kernels, which inline it, recompile
+    assert source_stamp(kernels, tmp_path) != base  # the kernels, which inline it, recompile
+    assert source_stamp(em, tmp_path) == base_em  # online EM, which does not import it, does not
     dependency.write_bytes(original)
-    assert source_stamp(tmp_path) == base
+    assert source_stamp(kernels, tmp_path) == base
 
-    (tmp_path / "bgsub" / "cli.py").write_bytes(b"# not compiled by numba\n")
-    assert source_stamp(tmp_path) == base  # no recompilation for a file numba never sees
+    (tmp_path / "bgsub" / "cli.py").write_bytes(b"# not imported by a kernel\n")
+    assert source_stamp(kernels, tmp_path) == base
+
+
+def test_imports_are_resolved_to_files(tmp_path):
+    pkg = tmp_path / "bgsub" / "models"
+    pkg.mkdir(parents=True)
+    for name in ("__init__.py", "a.py", "b.py", "c.py"):
+        (pkg / name).write_text("")
+    (tmp_path / "learners").mkdir()
+    (tmp_path / "learners" / "steps.py").write_text("")
+    (pkg / "a.py").write_text("import numpy as np\nfrom bgsub.models import b as bb\nfrom . import c\n"
+                              "def f():\n    from learners.steps import x\n    import os\n")
+    assert imported_files(pkg / "a.py", tmp_path) == {pkg / "b.py", pkg / "c.py", tmp_path / "learners" / "steps.py"}
+    (pkg / "b.py").write_text("from .c import g\nfrom bgsub.models import nothing_here\n")
+    assert imported_files(pkg / "b.py", tmp_path) == {pkg / "c.py", pkg / "__init__.py"}
+    assert source_closure(pkg / "a.py", tmp_path) == sorted(
+        [pkg / "a.py", pkg / "b.py", pkg / "c.py", pkg / "__init__.py", tmp_path / "learners" / "steps.py"])
 
 
 def test_project_functions_are_stamped_with_the_project_sources():
     for dispatcher in (fk.olkn_bootstrap, learners.expansion.expansion_sum):
         locator = dispatcher._cache._impl._locator
         assert isinstance(locator, _numba_cache._ProjectStamp), type(locator)
-        assert locator.get_source_stamp() == source_stamp(ROOT)
+        assert locator.get_source_stamp() == source_stamp(Path(dispatcher.py_func.__code__.co_filename).resolve(), ROOT)
     assert caching.CacheImpl._locator_classes[:3] == list(_numba_cache._LOCATORS)
     _numba_cache.install()  # idempotent
     assert caching.CacheImpl._locator_classes[:3] == list(_numba_cache._LOCATORS)
