@@ -149,11 +149,12 @@ class _DeviceState:
         self.score = e((H, W), np.float32)
         self.f = e((H, W), np.float64)
         self.oldest = e((H, W), np.float64)
-        self.stepped = e(H, np.int64)
+        self.blocks, self.threads = ck.frame_grid(H, W)
+        self.stepped = e(self.blocks, np.int64)  # stepped pixels by row and block
+        self.stepped_host = np.empty(self.blocks, np.int64)
         self.counts = e((H, W), np.int32)  # the median's column counts
         self.median_out = e((H, W), np.uint8)
         self.median_host = None  # the host's copy of the last median (median_out)
-        self.threads = ck.row_threads(W)
         self._lut_host = None
         self.lut = None
         self._grid = None
@@ -390,7 +391,7 @@ class CudaEngine:
         if self._on_host():
             return super()._score_pass(img, learn)
         dev = self._ready(img)
-        ck.launch(dev.kernels.score_frame, img.shape[0], dev.threads, *self._head(dev), float(self._score_offset),
+        ck.launch(dev.kernels.score_frame, dev.blocks, dev.threads, *self._head(dev), float(self._score_offset),
                   dev.score, dev.f, dev.oldest, dev.mask, dev.own, self._feedback(dev, dev.prev, learn))
         self._wrote_raw(dev)
         self._ran()
@@ -400,7 +401,7 @@ class CudaEngine:
             return super()._frame(img, p_bg, p_fg, p_diff, mask_out, nbr_mask)
         dev = self._ready(img)
         nbr = dev.prev if nbr_mask is self.prev_mask_ else dev.given(nbr_mask, self._own)
-        ck.launch(getattr(dev.kernels, self._FRAME_KERNEL), img.shape[0], dev.threads, *self._head(dev), self._rule(),
+        ck.launch(getattr(dev.kernels, self._FRAME_KERNEL), dev.blocks, dev.threads, *self._head(dev), self._rule(),
                   self._policy(p_bg, p_fg, p_diff), self._feedback(dev, nbr), (dev.score, dev.mask, dev.stepped))
         self._wrote_raw(dev)
         if mask_out is not self.__dict__["_rawmask"]:  # (the model's frames write _rawmask, read when asked)
@@ -415,7 +416,8 @@ class CudaEngine:
     def _stepped_on_device(self, dev: _DeviceState, learned: bool) -> None:
         """After a learning kernel: the rows' step counts downloaded; ``learned``: the raw mask becomes the
         previous one (the host's ``prev_mask_``, downloaded when read)."""
-        dev.stepped.copy_to_host(self._stepped)
+        dev.stepped.copy_to_host(dev.stepped_host)
+        np.sum(dev.stepped_host, axis=1, out=self._stepped)
         if learned:
             dev.learned()
             self.__dict__["_prev_stale"] = True
@@ -495,7 +497,7 @@ class CudaNORMASubtractor(CudaEngine, NORMASubtractor):
         if self._on_host():
             return super()._update(img, mask, p_bg, p_fg, p_diff)
         dev = self._dev
-        ck.launch(dev.kernels.norma_update_frame, img.shape[0], dev.threads, *self._head(dev), self._rule(),
+        ck.launch(dev.kernels.norma_update_frame, dev.blocks, dev.threads, *self._head(dev), self._rule(),
                   self._policy(p_bg, p_fg, p_diff), (dev.f, dev.given(mask, self._own)), (dev.stepped,))
         self._stepped_on_device(dev, True)
 
