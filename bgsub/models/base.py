@@ -19,7 +19,8 @@ import numpy as np
 from bgsub.models import _frame_kernels as fk
 from bgsub.models import _illumination, _state, _texture
 from bgsub.models._bootstrap import init_from_neighbours
-from bgsub.models._restore import check_kernel_state, upgrade_feedback_layout, without_removed_params
+from bgsub.models._restore import (check_kernel_state, upgrade_feedback_layout, upgrade_kernel_layout,
+                                   without_removed_params)
 from bgsub.models.params import (BLINK_DOWN, COMMON_PARAMS, FEEDBACK_PARAMS, REMOVED_CHOICES, REMOVED_PARAMS,  # noqa: F401
                                  TEXTURE_PARAMS, from_preset, on_device, with_defaults)
 from bgsub.models.staged import StagedSubtractor
@@ -97,10 +98,17 @@ class PixelKernelSubtractor(StagedSubtractor):
     #: and counter.
     _STATE_LAYOUT = 3
 
+    #: The first layout whose state held the texture features' descriptors (olkn, norma; their older layouts
+    #: upgrade through :func:`bgsub.models._restore.upgrade_kernel_layout`), None for a class without them.
+    _TEXTURE_LAYOUT: int | None = None
+
     @classmethod
     def _upgrade_checkpoint(cls, layout: int, params: dict, arrays: dict) -> tuple[dict, dict] | None:
-        """An older layout as the current one (:func:`bgsub.models._restore.upgrade_feedback_layout`; only for
-        classes whose state holds the feedback's arrays, not SVMD's own layout)."""
+        """An older layout as the current one (:func:`bgsub.models._restore.upgrade_kernel_layout` for a class
+        with texture features, else :func:`bgsub.models._restore.upgrade_feedback_layout`; only for classes
+        whose state holds the feedback's arrays, not SVMD's own layout)."""
+        if cls._TEXTURE_LAYOUT is not None:
+            return upgrade_kernel_layout(layout, params, arrays, cls._STATE_LAYOUT, cls._TEXTURE_LAYOUT)
         return upgrade_feedback_layout(layout, params, arrays) if "blink_" in cls._STATE_ARRAYS else None
 
     def _check_restored_state(self) -> None:

@@ -16,7 +16,6 @@ import numpy as np
 
 from bgsub.models import _frame_kernels as fk
 from bgsub.models import _state
-from bgsub.models._restore import upgrade_kernel_layout
 from bgsub.models.base import (COMMON_PARAMS, FEEDBACK_PARAMS, TEXTURE_PARAMS, PixelKernelSubtractor,
                                from_preset, on_device, with_defaults)
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
@@ -76,11 +75,7 @@ class NORMASubtractor(PixelKernelSubtractor):
     #: 3: ``texture_`` (the samples' descriptors, present while ``texture`` > 0) joined the state; 4: the
     #: stabiliser's reference and counter.
     _STATE_LAYOUT = 4
-
-    @classmethod
-    def _upgrade_checkpoint(cls, layout, params, arrays):
-        """A checkpoint of layout 1 to 3 as layout 4 (:func:`bgsub.models._restore.upgrade_kernel_layout`)."""
-        return upgrade_kernel_layout(layout, params, arrays, cls._STATE_LAYOUT, texture_layout=3)
+    _TEXTURE_LAYOUT = 3
 
     def _check(self, values):
         super()._check(values)

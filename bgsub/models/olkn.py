@@ -20,7 +20,6 @@ from bgsub.models import _state
 from bgsub.models.base import (COMMON_PARAMS, FEEDBACK_PARAMS, TEXTURE_PARAMS, PixelKernelSubtractor,
                                from_preset, on_device, with_defaults)
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
-from bgsub.models._restore import upgrade_kernel_layout
 from bgsub.models._state import OLKN_RHO_RULES
 from learners.steps import olk_decay
 
@@ -128,11 +127,7 @@ class OLKNSubtractor(PixelKernelSubtractor):
     #: 4: ``texture_`` (the samples' descriptors, present while ``texture`` > 0); 5: the stabiliser's reference
     #: and counter.
     _STATE_LAYOUT = 5
-
-    @classmethod
-    def _upgrade_checkpoint(cls, layout, params, arrays):
-        """A checkpoint of layout 1 to 4 as layout 5 (:func:`bgsub.models._restore.upgrade_kernel_layout`)."""
-        return upgrade_kernel_layout(layout, params, arrays, cls._STATE_LAYOUT, texture_layout=4)
+    _TEXTURE_LAYOUT = 4
 
     @property
     def score_range(self) -> tuple[float, float]:
