@@ -103,8 +103,8 @@ def _run(args, highway, modules, W, H) -> int:
         names = _arguments(module)
         feedback = (work["blink"], work["prev"], work["post"], p["blink_gain"], p["blink_up"], BLINK_DOWN)
         t = time.perf_counter()
-        if "cache" in names:  # the argument groups of bgsub.models._state
-            module.olkn_frame_bounded(
+        if "cache" in names:  # the argument groups of bgsub.models._state (the bands' driver where there is one)
+            getattr(module, "frame_bounded", module.olkn_frame_bounded)(
                 img, tuple(work[k] for k in ("samples", "coef", "ring", "rho")), sub.scale_, sub.lut(),
                 _state.olkn_rule(p), _state.policy(*rates, p, sub.n_frames_), feedback,
                 (work["score"], work["mask"], work["stepped"]),

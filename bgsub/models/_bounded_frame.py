@@ -42,11 +42,12 @@ loops' helpers.
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from bgsub.models._frame_kernels import (_diffuses, _diffusion_draw, _diffusion_neighbour, _diffusion_source,
                                          _emit_where, _hash24, _layout, _level, _olkn_update, _quantile_rho, _selected,
-                                         _selected_drawn, _vec, _views)
+                                         _selected_drawn, _unref, _vec, _views)
+from bgsub.models._bands import run_bands
 from bgsub.models._prefetch import prefetch_state
 from learners.expansion import expansion_sum
 from learners.kernels import GAUSSIAN_LUT, int_squared_distance, lut_value
@@ -292,18 +293,29 @@ def _deferred(i, todo, todo_f, n_todo, frame, state, lay, scale, lut, rule, poli
     return n, n_sum
 
 
-@njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def olkn_frame_bounded(frame, state, scale, lut, rule, policy, feedback, out, cache):
-    """:func:`bgsub.models._frame_kernels.olkn_frame` with sums only where a bound does not decide.
+def frame_bounded(frame, state, scale, lut, rule, policy, feedback, out, cache):
+    """One bounded OLK_N frame: :func:`olkn_frame_bounded` over bands of the frame's rows, one band per thread
+    (:func:`bgsub.models._bands.run_bands`)."""
+    run_bands(olkn_frame_bounded, frame.shape[0], frame, state, scale, lut, rule, policy, feedback, out, cache)
 
-    The arguments but ``cache`` are :func:`~bgsub.models._frame_kernels.olkn_frame`'s (without texture
-    features); the masks, offsets, blink accumulators, steps and model state it leaves are the same (see the
-    module docstring for the score map).
+
+@njit(cache=True, fastmath=True, nogil=True)
+def olkn_frame_bounded(frame, state, scale, lut, rule, policy, feedback, out, cache, rows):
+    """:func:`bgsub.models._frame_kernels.olkn_frame` with sums only where a bound does not decide, over the
+    rows ``rows = (start, stop)`` (:func:`frame_bounded` runs the bands in parallel).
+
+    The arguments but ``cache`` and ``rows`` are :func:`~bgsub.models._frame_kernels.olkn_frame`'s (without
+    texture features); the masks, offsets, blink accumulators, steps and model state it leaves are the same (see
+    the module docstring for the score map).
 
     Each row runs two loops: the first decides every pixel it can from the bounds (scores, masks,
     blink accumulators, offsets, the update policy's draws) and lists the rest -- pixels that need
     their full sum, and pixels that step -- which the second loop handles. Kept apart, the first
     loop stays small and fast; the state arrays are touched only by the second.
+
+    A serial kernel, not a ``prange`` loop: numba compiles it in about a third of the time the same loop took
+    with its parallel-loop passes, and with its arrays as views without reference counts (:func:`bgsub.models._frame_kernels._unref`) a band
+    runs as fast as the ``prange`` loop's rows did (measured side by side, ``benchmarks/bounded_frame_ab.py``).
 
     ``cache = (ref, ref_sum, ref_mass, slope, refresh_all, filling, summed)``:
 
@@ -323,15 +335,21 @@ def olkn_frame_bounded(frame, state, scale, lut, rule, policy, feedback, out, ca
     summed : int64 (H,)
         Output: the number of pixels of each row that summed in full.
     """
-    ring, rho = state[2], state[3]  # (arrays by index, once: bgsub.models._frame_kernels)
-    blink, nbr_mask, post = feedback[0], feedback[1], feedback[2]
+    # every array as a view without a reference count (:func:`bgsub.models._frame_kernels._unref`), taken out of
+    # its tuple by index, once
+    frame, lut = _unref(frame), _unref(lut)
+    samples, coef, ring = _unref(state[0]), _unref(state[1]), _unref(state[2])
+    rho = _unref(state[3])
+    blink, nbr_mask, post = _unref(feedback[0]), _unref(feedback[1]), _unref(feedback[2])
     fbc = (feedback[3], feedback[4], feedback[5])
-    score, mask, stepped = out[0], out[1], out[2]
-    ref = cache[0]  # (indexed, not unpacked: see bgsub.models._frame_kernels)
-    ref_sum = cache[1]
-    ref_mass = cache[2]
+    score, mask, stepped = _unref(out[0]), _unref(out[1]), _unref(out[2])
+    ref, ref_sum, ref_mass = _unref(cache[0]), _unref(cache[1]), _unref(cache[2])
     slope, refresh_all, filling = cache[3], cache[4], cache[5]
-    summed = cache[6]
+    summed = _unref(cache[6])
+    state = (samples, coef, ring, rho)
+    feedback = (blink, nbr_mask, post, fbc[0], fbc[1], fbc[2])
+    out = (score, mask, stepped)
+    cache = (ref, ref_sum, ref_mass, slope, refresh_all, filling, summed)
     lay = _layout(frame, state)
     H, W, B, nc, fb, sb, cb, rb = lay
     p_bg, p_fg, p_diff, radius, seed, frame_no = policy
@@ -339,12 +357,18 @@ def olkn_frame_bounded(frame, state, scale, lut, rule, policy, feedback, out, ca
     a_hi = 1.0 + rule[0] - rule[1]  # f >= a_hi: a = nu
     a_lo = 1.0 + rule[0] - rule[2]  # f <= a_lo: a = C
     period = REFRESH_PERIOD - 1
-    for i in prange(H):
-        bounds = np.empty((2, W))
-        _row_bounds(frame, ref, ref_sum, ref_mass, i, W, nc, fb, refb, scale, slope, np.empty(3 * W, np.int32),
-                    bounds)
+    # the rows' scratch, once for the band
+    bounds = np.empty((2, W))
+    squares = np.empty(3 * W, np.int32)
+    flags = np.empty(W, np.uint8)
+    draws = np.empty((2, W), np.int32)
+    tags = np.empty(W, np.int32)
+    ends = np.empty(W)  # a step's f in its saturated range (the bound's end)
+    todo = np.empty(W, np.int32)
+    todo_f = np.empty(W)
+    for i in range(rows[0], rows[1]):
+        _row_bounds(frame, ref, ref_sum, ref_mass, i, W, nc, fb, refb, scale, slope, squares, bounds)
         # first loop: the decisions the bounds settle, without branches (the compiler vectorises it)
-        flags = np.empty(W, np.uint8)
         for j in range(W):
             rho0 = rho[i, j]
             level = 1.0 + rho0
@@ -357,14 +381,11 @@ def olkn_frame_bounded(frame, state, scale, lut, rule, policy, feedback, out, ca
                                   nbr_mask, post, fbc, (i, j), score, mask, rule)
             flags[j] = np.uint8(ok) | (np.uint8(fg) << 1)
         # the update policy's draws (counter-based hashes: drawn for every pixel, used where needed)
-        draws = np.empty((2, W), np.int32)
         for j in range(W):
             p = i * W + j
             draws[0, j] = _hash24(seed, frame_no, p)
             draws[1, j] = _diffusion_draw(seed, frame_no, p)
         # deferred work: each pixel's tag (selects: no branch to mispredict on the policy's draws), then the list
-        tags = np.empty(W, np.int32)
-        ends = np.empty(W)  # a step's f in its saturated range (the bound's end)
         if not filling:  # every buffer full: no count to read (1.2 ms less at 1280x720 than the loop below)
             for j in range(W):
                 fl = np.int32(flags[j])
@@ -377,8 +398,6 @@ def olkn_frame_bounded(frame, state, scale, lut, rule, policy, feedback, out, ca
                 selected = _selected_drawn((fl & 2) != 0, ring[i, j, 1], B, p_bg, p_fg, draws[0, j])
                 tags[j], ends[j] = _tag(fl, selected, bounds[0, j], bounds[1, j], a_hi, a_lo, p_diff, radius,
                                         draws[1, j])
-        todo = np.empty(W, np.int32)
-        todo_f = np.empty(W)
         n_todo = 0
         for j in range(W):  # every pixel written, the untagged overwritten by the next
             todo[n_todo] = j | tags[j]

@@ -61,7 +61,7 @@ reference count), so every pixel still calls the learners' functions on plain
 C-contiguous arrays. All state arrays must be C-contiguous (the driver allocates
 them so).
 
-This module imports only numpy, numba and the learners' jitted core.
+This module imports only numpy, numba, the learners' jitted core and the bands' thread pool (:mod:`bgsub.models._bands`).
 """
 
 import numpy as np
@@ -71,6 +71,7 @@ from numba.extending import intrinsic
 from learners.expansion import (expansion_newest, expansion_push, expansion_sum,
                                 expansion_sum_inter_texture, expansion_sum_inter_texture_until, expansion_sum_texture,
                                 expansion_sum_texture_until)
+from bgsub.models._bands import run_bands
 from learners.kernels import GAUSSIAN_LUT
 from learners.steps import (RHO_QUANTILE, blink_accumulate, feedback_level, norma_novelty_update, olk_n_quantile_rho,
                             olk_n_update)
@@ -103,6 +104,14 @@ def _as_pointer(typingctx, address, like):
 def _vec(arr, base, index, n):
     """``arr.reshape(-1, n)[index]`` as a reference-count-free (n,) view; ``base = arr.ctypes.data``."""
     return carray(_as_pointer(base + index * n * arr.itemsize, arr), (n,))
+
+
+@njit(cache=True, inline="always")
+def _unref(arr):
+    """``arr`` (C-contiguous) as a view without a reference count: the serial kernels' arrays, so that passing them
+    to the inlined helpers inside the loops costs no atomic reference counts per pixel (numba counts every array
+    bound to an inlined function's argument; in a ``prange`` loop its gufunc's arguments are not counted)."""
+    return carray(_as_pointer(arr.ctypes.data, arr), arr.shape)
 
 
 @njit(cache=True, inline="always")
@@ -586,9 +595,16 @@ def _bootstrap_source(dy, dx, b, i, j, H, W):
     return ii * W + jj
 
 
-@njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def olkn_bootstrap(frame, dy, dx, state, scales, lut, rule, score, mask, feedback):
-    """The first-frame bootstrap of olkn (``init="neighbours"``) pixel by pixel: ``len(scales)`` learner
+def bootstrap_olkn(frame, dy, dx, state, scales, lut, rule, score, mask, feedback):
+    """:func:`olkn_bootstrap` over bands of the frame's rows, one band per thread
+    (:func:`bgsub.models._bands.run_bands`)."""
+    run_bands(olkn_bootstrap, frame.shape[0], frame, dy, dx, state, scales, lut, rule, score, mask, feedback)
+
+
+@njit(cache=True, fastmath=True, nogil=True)
+def olkn_bootstrap(frame, dy, dx, state, scales, lut, rule, score, mask, feedback, rows):
+    """The first-frame bootstrap of olkn (``init="neighbours"``) pixel by pixel over the rows
+    ``rows = (start, stop)`` (:func:`bootstrap_olkn` runs the bands in parallel): ``len(scales)`` learner
     steps of every pixel, step ``b`` on the value at :func:`_bootstrap_source` under the global scale
     ``scales[b]``.
 
@@ -598,45 +614,40 @@ def olkn_bootstrap(frame, dy, dx, state, scales, lut, rule, score, mask, feedbac
     renormalisation): the same arithmetic in the same order for each pixel, so the same bits. Run pixel by
     pixel, each pixel's state stays in cache through its steps instead of being read from memory once per
     step, and no frame of neighbour values is gathered (a 1920x1080 bootstrap: 1.4 s instead of 2.4 s). No
-    texture (the driver runs the frames there). Each row is :func:`_bootstrap_row`.
+    texture (the driver runs the frames there). A serial kernel over a band, not a ``prange`` loop: numba
+    compiles it without its parallel-loop passes.
     """
-    lay = _layout(frame, state)
-    for i in prange(lay[0]):
-        _bootstrap_row(np.int64(i), frame, dy, dx, state, lay, scales, lut, rule, score, mask, feedback)  # (int64: see
-        # :func:`bgsub.models._bounded_frame.olkn_frame_bounded`)
-
-
-@njit(cache=True, fastmath=True, nogil=True)
-def _bootstrap_row(i, frame, dy, dx, state, lay, scales, lut, rule, score, mask, feedback):
-    """Row ``i`` of :func:`olkn_bootstrap`: a function of its own, not inlined into the parallel loop, which
-    numba then compiles in a fraction of the time (its parallel passes grow fast with the loop's size; the row's
-    steps branch and do not vectorise, so the call costs nothing measurable)."""
-    samples, coef, ring = state[0], state[1], state[2]  # (arrays by index, once: module docstring)
-    rho = state[3]
-    blink, prev, post = feedback[0], feedback[1], feedback[2]
+    # every array as a view without a reference count (:func:`_unref`), taken out of its tuple by index, once
+    frame, dy, dx, scales, lut = _unref(frame), _unref(dy), _unref(dx), _unref(scales), _unref(lut)
+    samples, coef, ring = _unref(state[0]), _unref(state[1]), _unref(state[2])
+    rho, score, mask = _unref(state[3]), _unref(score), _unref(mask)
+    blink, prev, post = _unref(feedback[0]), _unref(feedback[1]), _unref(feedback[2])
     gain, up, down = feedback[3], feedback[4], feedback[5]
+    lay = _expansion_layout(frame, samples, coef, ring)
     H = lay[0]
     W = lay[1]
     nc = lay[3]
     fb = lay[4]
     quantile = rule[3] == RHO_QUANTILE
     steps = scales.shape[0]
-    for j in range(W):
-        p = i * W + j
-        sv, cf, rg = _views(samples, coef, ring, lay, p)
-        for b in range(steps):
-            scale = scales[b]
-            x = _vec(frame, fb, _bootstrap_source(dy, dx, b, i, j, H, W), nc)
-            total, oldest = expansion_sum(x, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
-            f = scale * total
-            oldest = scale * oldest
-            rho0 = rho[i, j]
-            _emit(_level(1.0 + rho0, blink, i, j, gain) - f, blink, prev, post, i, j, gain, up, down, score, mask)
-            if quantile:
-                rho0 = _quantile_rho(f, rho0, rule)
-                rho[i, j] = rho0
-            _, new_rho = _olkn_update(x, f, oldest, (sv, cf, rg), scale, rule, rho0)
-            rho[i, j] = new_rho
+    for i in range(rows[0], rows[1]):
+        for j in range(W):
+            p = i * W + j
+            sv, cf, rg = _views(samples, coef, ring, lay, p)
+            for b in range(steps):
+                scale = scales[b]
+                x = _vec(frame, fb, _bootstrap_source(dy, dx, b, i, j, H, W), nc)
+                total, oldest = expansion_sum(x, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+                f = scale * total
+                oldest = scale * oldest
+                rho0 = rho[i, j]
+                _emit(_level(1.0 + rho0, blink, i, j, gain) - f, blink, prev, post, i, j, gain, up, down, score,
+                      mask)
+                if quantile:
+                    rho0 = _quantile_rho(f, rho0, rule)
+                    rho[i, j] = rho0
+                _, new_rho = _olkn_update(x, f, oldest, (sv, cf, rg), scale, rule, rho0)
+                rho[i, j] = new_rho
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)

@@ -177,7 +177,7 @@ class OLKNSubtractor(PixelKernelSubtractor):
         if self._bounded():
             if not self._buffers_full:
                 self._buffers_full = bool((self.ring_[..., 1] >= self.samples_.shape[2]).all())
-            bf.olkn_frame_bounded(*args, (self._ref, self._ref_sum, self._ref_mass, bf.gaussian_slope(p["width"]),
+            bf.frame_bounded(*args, (self._ref, self._ref_sum, self._ref_mass, bf.gaussian_slope(p["width"]),
                                           not self._cache_valid, not self._buffers_full, self._summed))
             self._cache_valid = True
             return
@@ -195,7 +195,7 @@ class OLKNSubtractor(PixelKernelSubtractor):
 
     def _bootstrap_pixelwise(self, img, dy, dx, scales, scratch):
         p = self.params
-        fk.olkn_bootstrap(img, dy, dx, _state.pixel_state(self), scales, self.lut(), _state.olkn_rule(p), self._score,
+        fk.bootstrap_olkn(img, dy, dx, _state.pixel_state(self), scales, self.lut(), _state.olkn_rule(p), self._score,
                           scratch, _state.feedback(self.blink_, scratch, self._blink_args()))
         self._cache_valid = False  # the bounded engine's cache was not kept: the next frame sums in full
 
