@@ -125,12 +125,14 @@ def device_function(fn):
 
 
 def _simulated() -> bool:
-    """Whether numba-cuda runs its CUDA simulator (``NUMBA_ENABLE_CUDASIM=1`` when it was imported)."""
+    """Whether numba-cuda runs its CUDA simulator: chosen once, by ``NUMBA_ENABLE_CUDASIM=1`` when numba.cuda was
+    first imported. Read from the module it imported (the simulator's ``jit``), not from numba's config, which
+    numba reloads from the environment later and which then says 1 over a real driver's API."""
     try:
-        from numba.cuda.core import config
+        from numba import cuda
     except ImportError:
         return False
-    return bool(config.ENABLE_CUDASIM)
+    return getattr(cuda.jit, "__module__", "").startswith("numba.cuda.simulator")
 
 
 def _named(fn, name: str, doc: str):

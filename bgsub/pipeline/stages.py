@@ -216,9 +216,10 @@ class MaskFilter:
         self.blobs_ = -1.0
 
     def apply(self, raw: np.ndarray, params: dict,
-              median_of: Callable[[np.ndarray, int], np.ndarray] = masks.binary_median) -> np.ndarray:
-        """The filtered mask; ``median_of(raw, k)``: the binary median (:func:`masks.binary_median`, or another
-        engine's of the same result, e.g. the GPU's)."""
+              median_of: Callable[[np.ndarray, int], np.ndarray] | None = None) -> np.ndarray:
+        """The filtered mask; ``median_of(raw, k)``: the binary median (None: :func:`masks.binary_median`, looked
+        up at each call; or another engine's of the same result, e.g. the GPU's)."""
+        median_of = masks.binary_median if median_of is None else median_of
         mask = raw
         median = params.get("median", 0)
         if median >= 3:
