@@ -25,28 +25,15 @@ import ast
 import functools
 import hashlib
 import pickle
-import re
 from pathlib import Path
 
 from numba.core import caching
 
-__all__ = ["install", "is_cached", "imported_files", "jitted_sources", "source_closure", "source_stamp"]
+__all__ = ["install", "is_cached", "imported_files", "source_closure", "source_stamp"]
 
 #: The packages whose jitted functions inline each other's.
 PACKAGES = ("learners", "bgsub")
-#: A file that compiles with numba (its functions can be inlined into another file's).
-_JITTED = re.compile(rb"\bnjit\b|@intrinsic\b|@jit\b|@vectorize\b|@overload\b")
 _ROOT = Path(__file__).resolve().parents[1]
-
-
-def jitted_sources(root: Path = _ROOT) -> list[Path]:
-    """The ``.py`` files of :data:`PACKAGES` under ``root`` that compile with numba, sorted."""
-    files = []
-    for package in PACKAGES:
-        for path in sorted((root / package).rglob("*.py")):
-            if _JITTED.search(path.read_bytes()):
-                files.append(path)
-    return files
 
 
 def _module_file(root: Path, module: str) -> Path | None:
