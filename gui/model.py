@@ -482,8 +482,14 @@ class Session:
         values = registry.default_params(algo)
         values.update(registry.validate_params(algo, dict(params or {})))
         # on the GPU while the algorithm runs there (else on the CPU: the device choice follows)
-        device = self.device if device_problem(algo, values, self.device) is None else "cpu"
-        subtractor = registry.create(algo, device=device, **values)
+        device = self.device
+        try:
+            subtractor = registry.create(algo, device=device, **values)
+        except ValueError:  # the device's refusal (a bad value is refused on the CPU too)
+            if device == "cpu":
+                raise
+            device = "cpu"
+            subtractor = registry.create(algo, **values)
         self.algo = algo
         self.params = values
         self.device = device
@@ -517,11 +523,14 @@ class Session:
         """
         subtractor = load_checkpoint(path)
         algo = algorithm_name(subtractor)
-        device = self.device if device_problem(algo, subtractor.get_params(), self.device) is None else "cpu"
+        device = self.device
         if device != "cpu":  # on the GPU where the model runs there
             from bgsub.models._cuda_engine import to_device
 
-            subtractor = to_device(subtractor, device)
+            try:
+                subtractor = to_device(subtractor, device)
+            except ValueError:  # what the GPU engine does not run stays on the CPU
+                device = "cpu"
         values = registry.default_params(algo)
         values.update(registry.validate_params(algo, subtractor.get_params()))
         self.algo = algo
