@@ -29,7 +29,8 @@ from bgsub.checkpoint import algorithm_name
 from bgsub.warmup import WARM_UP_SIZE, warm_up  # noqa: F401 (WARM_UP_SIZE: the size of its frames)
 from bgsub.checkpoint import load as load_checkpoint
 from bgsub.metrics import ConfusionCounts
-from bgsub.pipeline import DetectedObject, MaskFiles, ObjectsFile, OverlayVideo, Pipeline, Region, Scores, Sink
+from bgsub.pipeline import (DetectedObject, MaskFiles, ObjectsFile, OverlayVideo, Pipeline, Region, Scores, Sink,
+                            check_model_scale)
 from bgsub.pipeline.paths import check_mask_folder, check_outputs, check_writable, source_path
 from bgsub.sources import SourceError, open_source
 
@@ -377,6 +378,7 @@ class Session:
         self.params.update(registry.validate_params(self.algo, dict(params or {})))
         self.threshold = self._check_threshold(threshold)
         Region(roi, scale)  # ValueError for a bad ROI or scale, before anything runs
+        check_model_scale(self.algo, float(scale))
         if min_area < 0:
             raise ValueError(f"min_area must be >= 0, got {min_area}")
         self._roi, self._scale, self._min_area = roi, float(scale), int(min_area)

@@ -16,6 +16,7 @@ from bgsub.batch.threads import WORKERS_PER_CORE, max_workers
 from bgsub.commands._common import add_algorithm_arguments, add_frame_arguments, build_region, check_positive, error
 from bgsub.devices import add_device_argument, check_device_for
 from bgsub.metrics import format_metrics
+from bgsub.pipeline import check_model_scale
 from bgsub.settings import ConfigError, resolve_algorithm
 
 __all__ = ["add_arguments", "main"]
@@ -94,6 +95,10 @@ def main(args: argparse.Namespace) -> int:
                               "the jobs (local:N starts N)", 2)
     try:
         algo, params = resolve_algorithm(args.algo, args.assignments, args.config, args.preset)
+        try:
+            check_model_scale(algo, region.scale)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         device = getattr(args, "device", "cpu")
         if device != "cpu":  # (create takes it beside the parameters; the results record it with them)
             try:

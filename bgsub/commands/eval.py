@@ -21,6 +21,7 @@ from pathlib import Path
 from bgsub.commands import _common as common
 from bgsub.devices import add_device_argument, check_device_for
 from bgsub.evaluation import RESULT_KEYS, display_name, evaluate, resolve_sequences, unscored_by_max_frames
+from bgsub.pipeline import check_model_scale
 from bgsub.pipeline.paths import check_mask_folder, check_outputs, check_writable
 from bgsub.settings import resolve_algorithm
 from bgsub.writers import json_safe
@@ -91,8 +92,8 @@ def main(args: argparse.Namespace) -> int:
         algo, params = resolve_algorithm(args.algo, args.assignments, args.config, args.preset)
         device = getattr(args, "device", "cpu")
         check_device_for(algo, params, device)
+        check_model_scale(algo, common.build_region(args).scale)  # refuse a bad --roi/--scale before any work
         paths = resolve_sequences(args.sequences)
-        common.build_region(args)  # refuse a bad --roi/--scale before any work
         if args.out is not None:
             check_eval_outputs(args, paths)
         unscored = {p: why for p in paths if (why := unscored_by_max_frames(p, args.max_frames))}

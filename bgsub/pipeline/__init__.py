@@ -18,7 +18,7 @@ live preview)::
 
 from bgsub.pipeline.core import FrameOutput, Pipeline, PipelineResult, describe_error
 from bgsub.pipeline.objects import DetectedObject, Tracker, find_objects
-from bgsub.pipeline.region import Region, load_roi
+from bgsub.pipeline.region import Region, check_model_scale, load_roi
 from bgsub.pipeline.sinks import (
     Callback,
     Checkpoints,
@@ -33,7 +33,7 @@ from bgsub.pipeline.sinks import (
 
 __all__ = [
     "Pipeline", "FrameOutput", "PipelineResult", "describe_error",
-    "Region", "load_roi",
+    "Region", "check_model_scale", "load_roi",
     "DetectedObject", "Tracker", "find_objects",
     "Sink", "MaskFiles", "MaskVideo", "OverlayVideo", "ObjectsFile", "Scores", "Checkpoints", "Callback",
     "draw_overlay",

@@ -286,7 +286,10 @@ class Pipeline:
         Anything with ``apply(image) -> mask`` (uint8 0/255), optionally
         ``getScoreMap()`` and ``score_range``.
     region : Region, optional
-        ROI and processing scale (default: the whole frame at full size).
+        ROI and processing scale (default: the whole frame at full size). A subtractor that scales its frames
+        itself (a ``process_scale`` parameter: olkn, norma, svmd, oem) is given a scale below 1 as its
+        ``process_scale`` (replacing its own), so that a frame is resized once, inside the model; the region
+        then only crops. Other subtractors (OpenCV's) get frames the region resized.
     threshold : float
         Score threshold of the mask; 0 keeps the subtractor's own mask.
     min_area : int
@@ -308,6 +311,16 @@ class Pipeline:
             raise ValueError(f"--min-area must be >= 0, got {min_area}")
         self.subtractor = subtractor
         self.region = region if region is not None else Region()
+        if self.region.scale != 1.0 and "process_scale" in (getattr(subtractor, "params", None) or {}):
+            scale, own = self.region.scale, subtractor.params["process_scale"]
+            if scale != own and getattr(subtractor, "n_frames_", 0) > 0:
+                raise ValueError(f"--scale {scale:g} does not match the model's process_scale {own:g} (a resumed "
+                                 f"model): give --scale {own:g} or leave --scale out")
+            try:
+                subtractor.set_params(process_scale=scale)
+            except ValueError as e:
+                raise ValueError(f"--scale {scale:g} does not suit {type(subtractor).__name__}: {e}") from None
+            self.region = self.region.cropping()
         self.threshold = float(threshold)
         self.min_area = int(min_area)
         self.sinks = list(sinks)

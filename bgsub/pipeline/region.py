@@ -16,7 +16,19 @@ import numpy as np
 
 from bgsub.pipeline import stages
 
-__all__ = ["Region", "load_roi"]
+__all__ = ["Region", "check_model_scale", "load_roi"]
+
+
+def check_model_scale(algo: str, scale: float) -> None:
+    """ValueError where ``algo`` scales its frames itself (``process_scale``) but not to ``scale``, checked before
+    any work starts (:class:`bgsub.pipeline.Pipeline` hands the scale to such a model)."""
+    from bgsub.registry import param_specs, validate_params
+
+    if scale != 1.0 and any(p.name == "process_scale" for p in param_specs(algo)):
+        try:
+            validate_params(algo, {"process_scale": scale})
+        except ValueError as e:
+            raise ValueError(f"--scale {scale:g} does not suit {algo}: {e}") from None
 
 
 def load_roi(path: str | os.PathLike) -> np.ndarray:
@@ -50,7 +62,9 @@ class Region:
     scale : float
         Processing resolution relative to the input, in (0, 1], for any subtractor (OpenCV's too); masks come
         back at the input's size (nearest neighbour), score maps bilinearly. The resize is the one of the
-        models' own ``process_scale`` (:mod:`bgsub.pipeline.stages`, bilinear); the two multiply.
+        models' own ``process_scale`` (:mod:`bgsub.pipeline.stages`, bilinear); a
+        :class:`bgsub.pipeline.Pipeline` hands the scale to a model that has ``process_scale`` instead
+        (:meth:`cropping`), so a frame is never resized twice.
 
     Attributes
     ----------
@@ -74,6 +88,10 @@ class Region:
         self.work_size: tuple[int, int] | None = None
         self._shape: tuple[int, int] | None = None
         self._roi_box: np.ndarray | None = None
+
+    def cropping(self) -> "Region":
+        """The same region of interest at full resolution (the scale left to the subtractor)."""
+        return Region(self.roi, 1.0)
 
     @property
     def identity(self) -> bool:

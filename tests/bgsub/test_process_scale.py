@@ -108,3 +108,56 @@ def test_fgmask_is_filled_at_the_input_size():
     half = np.full((H // 2, W // 2), 7, np.uint8)  # not the input's size: left alone, as OpenCV does
     got = sub.apply(square_frames(1)[0], half)
     assert got is not half and got.shape == (H, W) and (half == 7).all()
+
+
+def test_the_pipeline_scale_is_the_models_process_scale():
+    """``--scale`` and ``process_scale`` are one knob: a pipeline hands its scale to a model that scales its
+    frames itself, so the frame is resized once; its masks are the model's own at that scale."""
+    from bgsub.pipeline import Pipeline, Region
+    from bgsub.sources import Frame
+
+    roi = np.zeros((H, W), bool)
+    roi[4:, 8:] = True
+    sub = bgsub.createOLKN(preset="fast")
+    pipe = Pipeline(sub, region=Region(roi, scale=0.5))
+    assert sub.params["process_scale"] == 0.5 and pipe.region.scale == 1.0 and pipe.region.roi is roi
+    alone = bgsub.createOLKN(preset="fast", process_scale=0.5)
+    for i, f in enumerate(square_frames(12)):
+        mask = pipe.process(Frame(i, f)).mask
+        assert mask.shape == (H, W) and not mask[:4].any() and not mask[:, :8].any()
+        assert np.array_equal(mask[4:, 8:], alone.apply(np.ascontiguousarray(f[4:, 8:])))
+    assert sub.frame_shape_ == ((H - 4) // 2, (W - 8) // 2)
+
+
+def test_a_scale_the_model_refuses_names_the_option():
+    from bgsub.pipeline import Pipeline, Region
+
+    with pytest.raises(ValueError, match=r"^--scale 0.05 does not suit OLKNSubtractor: process_scale"):
+        Pipeline(bgsub.create("olkn"), region=Region(scale=0.05))
+
+
+def test_a_resumed_model_at_another_scale_is_refused_not_reset():
+    from bgsub.pipeline import Pipeline, Region
+
+    sub = bgsub.create("olkn", process_scale=0.5)
+    for f in square_frames(3):
+        sub.apply(f)
+    Pipeline(sub, region=Region(scale=0.5))  # its own scale: kept
+    assert sub.n_frames_ == 3
+    with pytest.raises(ValueError, match=r"^--scale 0.25 does not match the model's process_scale 0.5"):
+        Pipeline(sub, region=Region(scale=0.25))
+    assert sub.n_frames_ == 3 and sub.params["process_scale"] == 0.5
+
+
+@pytest.mark.parametrize("command", ["run", "batch", "eval"])
+def test_the_commands_refuse_a_scale_the_model_refuses_before_any_work(command, tmp_path, capsys):
+    from bgsub.cli import main as cli
+
+    (tmp_path / "in").mkdir()
+    args = {"run": ["run", str(tmp_path / "in"), "--out", str(tmp_path / "masks")],
+            "batch": ["batch", str(tmp_path / "in"), str(tmp_path / "out")],
+            "eval": ["eval", str(tmp_path / "in")]}[command]
+    assert cli(args + ["--algo", "olkn", "--scale", "0.05"]) == 2
+    err = capsys.readouterr().err
+    assert f"bgsub {command}: error: --scale 0.05 does not suit olkn" in err, err
+    assert not (tmp_path / "masks").exists() and not (tmp_path / "out").exists()
