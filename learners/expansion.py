@@ -56,6 +56,44 @@ def _lut_run_sum(x, sv, coef, lo, hi, lut, total):
 
 
 @njit(cache=True, fastmath=True, inline="always")
+def expansion_sum_lut(x, sv, coef, ring, lut):
+    """:func:`expansion_sum` with the Gaussian table (``kind = GAUSSIAN_LUT``), the same sums. The per-pixel
+    frame kernels inline this rather than :func:`expansion_sum`, whose code for the other kernels numba would copy
+    into every call site (numba inlines before it types, so before it can prune them) and compile."""
+    B = sv.shape[0]
+    start = ring[0]
+    count = ring[1]
+    total = 0.0
+    oldest = 0.0
+    if count == 0:
+        return total, oldest
+    n = lut.shape[0]
+    d = sv.shape[1]
+    if count == B:
+        # Full buffer (the steady state of a per-pixel model): visit the slots in
+        # storage order (no wrap-around test), with the common 3-channel case
+        # unrolled, so that the loop vectorises; the evicted term is read
+        # separately. About 2x faster per pixel than a loop in ring order.
+        total = _lut_run_sum(x, sv, coef, 0, B, lut, total)
+        d2 = 0
+        for c in range(d):
+            diff = np.int32(sv[start, c]) - np.int32(x[c])
+            d2 += diff * diff
+        if d2 < n:
+            oldest = np.float64(coef[start]) * np.float64(lut[d2])
+        return total, oldest
+    # A filling buffer (no term is evicted): its live slots, oldest first, as at most two runs in storage
+    # order (the ring's wrap-around), each without a per-slot wrap test and with the 3-channel case
+    # unrolled. The same terms added in the same order as slot by slot, so the same sum to the bit; a
+    # 1920x1080 bootstrap, whose buffers fill step by step, runs in about two thirds of the time.
+    end = start + count
+    total = _lut_run_sum(x, sv, coef, start, min(end, B), lut, total)
+    if end > B:
+        total = _lut_run_sum(x, sv, coef, 0, end - B, lut, total)
+    return total, oldest
+
+
+@njit(cache=True, fastmath=True, inline="always")
 def expansion_sum(x, sv, coef, ring, kind, width, degree, coef0, lut):
     """Unscaled sum over live terms, and the oldest term's share.
 
@@ -75,30 +113,8 @@ def expansion_sum(x, sv, coef, ring, kind, width, degree, coef0, lut):
     if count == 0:
         return total, oldest
     if kind == GAUSSIAN_LUT:
-        n = lut.shape[0]
-        d = sv.shape[1]
-        if count == B:
-            # Full buffer (the steady state of a per-pixel model): visit the slots in
-            # storage order (no wrap-around test), with the common 3-channel case
-            # unrolled, so that the loop vectorises; the evicted term is read
-            # separately. About 2x faster per pixel than a loop in ring order.
-            total = _lut_run_sum(x, sv, coef, 0, B, lut, total)
-            d2 = 0
-            for c in range(d):
-                diff = np.int32(sv[start, c]) - np.int32(x[c])
-                d2 += diff * diff
-            if d2 < n:
-                oldest = np.float64(coef[start]) * np.float64(lut[d2])
-            return total, oldest
-        # A filling buffer (no term is evicted): its live slots, oldest first, as at most two runs in storage
-        # order (the ring's wrap-around), each without a per-slot wrap test and with the 3-channel case
-        # unrolled. The same terms added in the same order as slot by slot, so the same sum to the bit; a
-        # 1920x1080 bootstrap, whose buffers fill step by step, runs in about two thirds of the time.
-        end = start + count
-        total = _lut_run_sum(x, sv, coef, start, min(end, B), lut, total)
-        if end > B:
-            total = _lut_run_sum(x, sv, coef, 0, end - B, lut, total)
-    elif kind == GAUSSIAN_LUT_SCALED:
+        return expansion_sum_lut(x, sv, coef, ring, lut)
+    if kind == GAUSSIAN_LUT_SCALED:
         # per-pixel widths (bgsub's adapt_width): the table at d2 / width^2, inlined (through
         # kernel_value every term would be a call: 8x slower per pixel, measured); a full buffer in
         # storage order, its evicted term read apart, as above

@@ -49,8 +49,8 @@ from bgsub.models._frame_kernels import (_diffuses, _diffusion_draw, _diffusion_
                                          _selected_drawn, _unref, _vec, _views)
 from bgsub.models._bands import run_bands
 from bgsub.models._prefetch import prefetch_state
-from learners.expansion import expansion_sum
-from learners.kernels import GAUSSIAN_LUT, int_squared_distance, lut_value
+from learners.expansion import expansion_sum_lut
+from learners.kernels import int_squared_distance, lut_value
 from learners.steps import RHO_QUANTILE
 
 #: Every pixel's sum is recomputed in full at least this often (frames; a power of two).
@@ -77,8 +77,8 @@ PREFETCH_AHEAD = 8
 @njit(cache=True, inline="always")
 def _recentre(x, xr, sv, cf, rg, ref_sum, ref_mass, i, j, nc, B, lut):
     """Full sum of the pixel's expansion at ``x``; ``x`` becomes its reference. Returns ``(total, oldest)``
-    (unscaled, as :func:`learners.expansion.expansion_sum`)."""
-    total, oldest = expansion_sum(x, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+    (unscaled, as :func:`learners.expansion.expansion_sum_lut`)."""
+    total, oldest = expansion_sum_lut(x, sv, cf, rg, lut)
     mass = 0.0
     if rg[1] == B:
         for b in range(B):
@@ -221,78 +221,6 @@ def _tag(flag, selected, lo, hi, a_hi, a_lo, p_diff, radius, diffusion_draw):
     return (tag if (flag & 1) != 0 else _EXACT), f
 
 
-@njit(cache=True, inline="always")
-def _deferred(i, todo, todo_f, n_todo, frame, state, lay, scale, lut, rule, policy, feedback, out, cache):
-    """The second loop of :func:`olkn_frame_bounded` over row ``i``: the full sums and steps of the ``n_todo``
-    pixels listed in ``todo`` (columns, tagged) and ``todo_f`` (a step's ``f``). Returns the number of pixels
-    that stepped and that summed in full.
-
-    Every pixel's step is the one call of :func:`_tracked_step` at the end (the branches only choose the value
-    and its ``f``), so that the learner's update is inlined once: the frame compiles in about half the time
-    of three copies. (Inlined, not called: as a function of its own the loop ran 1.25x slower, measured at
-    320x240, without the parallel region's no-alias arguments.)"""
-    samples, coef, ring = state[0], state[1], state[2]  # (arrays by index, once: bgsub.models._frame_kernels)
-    rho = state[3]
-    blink, nbr_mask, post = feedback[0], feedback[1], feedback[2]
-    fbc = (feedback[3], feedback[4], feedback[5])
-    score, mask = out[0], out[1]
-    ref, ref_sum, ref_mass = cache[0], cache[1], cache[2]
-    slope = cache[3]
-    H, W, B, nc, fb, sb, cb, rb = lay
-    p_bg, p_fg, p_diff, radius, seed, frame_no = policy
-    refb = ref.ctypes.data
-    a_hi = 1.0 + rule[0] - rule[1]  # f >= a_hi: a = nu
-    a_lo = 1.0 + rule[0] - rule[2]  # f <= a_lo: a = C
-    n = 0
-    n_sum = 0
-    for k in range(n_todo):
-        if k + PREFETCH_AHEAD < n_todo:
-            prefetch_state(sb, cb, rb, i * W + (todo[k + PREFETCH_AHEAD] & _COLUMN), B, nc)
-        tag = todo[k]
-        j = tag & _COLUMN
-        p = i * W + j
-        x = _vec(frame, fb, p, nc)
-        xr = _vec(ref, refb, p, nc)
-        view = _views(samples, coef, ring, lay, p)
-        sv, cf, rg = view
-        rho0 = rho[i, j]
-        # the value the pixel learns (its own x, or a neighbour's: q >= 0) and its f; one step below, so that the
-        # learner's update is compiled once
-        fs = todo_f[k]
-        oldest = 0.0
-        q = -1
-        if tag & (_EXACT | _EXACT_STEP):
-            total, oldest = _recentre(x, xr, sv, cf, rg, ref_sum, ref_mass, i, j, nc, B, lut)
-            n_sum += 1
-            fs = scale * total
-            oldest *= scale
-        if tag & _EXACT:
-            level = 1.0 + rho0
-            rho0, fg = _decide(fs, fs, fs, rho0, level, _level(level, blink, i, j, fbc[0]), rho, blink, nbr_mask,
-                               post, fbc, (i, j), score, mask, rule)
-            if not _selected(fg, rg[1], B, p_bg, p_fg, seed, frame_no, p):
-                q = _diffusion_source(nbr_mask, i, j, H, W, radius, p_diff, seed, frame_no, p)
-                if q < 0:
-                    continue
-        elif tag & _DIFFUSE:
-            q = _diffusion_neighbour(nbr_mask, i, j, H, W, radius, seed, frame_no, p)
-            if q < 0:
-                continue
-        if q >= 0:  # learn the neighbour value y = frame[q]
-            x = _vec(frame, fb, q, nc)
-            lo, hi = _bound(x, xr, ref_sum, ref_mass, i, j, scale, slope)
-            known, fs = _surrogate(lo, hi, a_hi, a_lo)
-            oldest = 0.0
-            if not known:
-                total, oldest = expansion_sum(x, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
-                fs = scale * total
-                oldest *= scale
-                n_sum += 1
-        rho[i, j] = _tracked_step(x, fs, oldest, view, xr, ref_sum, ref_mass, i, j, lut, scale, rule, rho0)
-        n += 1
-    return n, n_sum
-
-
 def frame_bounded(frame, state, scale, lut, rule, policy, feedback, out, cache):
     """One bounded OLK_N frame: :func:`olkn_frame_bounded` over bands of the frame's rows, one band per thread
     (:func:`bgsub.models._bands.run_bands`)."""
@@ -314,8 +242,10 @@ def olkn_frame_bounded(frame, state, scale, lut, rule, policy, feedback, out, ca
     loop stays small and fast; the state arrays are touched only by the second.
 
     A serial kernel, not a ``prange`` loop: numba compiles it in about a third of the time the same loop took
-    with its parallel-loop passes, and with its arrays as views without reference counts (:func:`bgsub.models._frame_kernels._unref`) a band
-    runs as fast as the ``prange`` loop's rows did (measured side by side, ``benchmarks/bounded_frame_ab.py``).
+    with its parallel-loop passes, and with its arrays as views without reference counts
+    (:func:`bgsub.models._frame_kernels._unref`) a band runs as fast as the ``prange`` loop's rows did (measured
+    side by side, ``benchmarks/bounded_frame_ab.py``). Its second loop is written out in it rather than an inlined
+    function of its own (see the comment there): about 40 % less compile time.
 
     ``cache = (ref, ref_sum, ref_mass, slope, refresh_all, filling, summed)``:
 
@@ -403,6 +333,58 @@ def olkn_frame_bounded(frame, state, scale, lut, rule, policy, feedback, out, ca
             todo[n_todo] = j | tags[j]
             todo_f[n_todo] = ends[j]
             n_todo += tags[j] != 0
-        # second loop: full sums and steps
-        stepped[i], summed[i] = _deferred(np.int64(i), todo, todo_f, np.int64(n_todo), frame, state, lay, scale, lut,
-                                          rule, policy, feedback, out, cache)
+        # second loop: full sums and steps. Every pixel's step is the one call of :func:`_tracked_step` at the end
+        # (the branches only choose the value and its ``f``), so that the learner's update is inlined once. Written
+        # out here, not an inlined function: numba copies an inlined function's code into its caller block by
+        # block, each block with a copy of all the function's variables, a cost that grows with the square of its
+        # size (as an inlined function, copying this loop took about a third of the kernel's compile time); called,
+        # not inlined, it ran about 1.2x slower
+        n = 0
+        n_sum = 0
+        for k in range(n_todo):
+            if k + PREFETCH_AHEAD < n_todo:
+                prefetch_state(sb, cb, rb, i * W + (todo[k + PREFETCH_AHEAD] & _COLUMN), B, nc)
+            tag = todo[k]
+            j = tag & _COLUMN
+            p = i * W + j
+            x = _vec(frame, fb, p, nc)
+            xr = _vec(ref, refb, p, nc)
+            view = _views(samples, coef, ring, lay, p)
+            sv, cf, rg = view
+            rho0 = rho[i, j]
+            # the value the pixel learns (its own x, or a neighbour's: q >= 0) and its f; one step below, so that the
+            # learner's update is compiled once
+            fs = todo_f[k]
+            oldest = 0.0
+            q = -1
+            if tag & (_EXACT | _EXACT_STEP):
+                total, oldest = _recentre(x, xr, sv, cf, rg, ref_sum, ref_mass, i, j, nc, B, lut)
+                n_sum += 1
+                fs = scale * total
+                oldest *= scale
+            if tag & _EXACT:
+                level = 1.0 + rho0
+                rho0, fg = _decide(fs, fs, fs, rho0, level, _level(level, blink, i, j, fbc[0]), rho, blink, nbr_mask,
+                                   post, fbc, (i, j), score, mask, rule)
+                if not _selected(fg, rg[1], B, p_bg, p_fg, seed, frame_no, p):
+                    q = _diffusion_source(nbr_mask, i, j, H, W, radius, p_diff, seed, frame_no, p)
+                    if q < 0:
+                        continue
+            elif tag & _DIFFUSE:
+                q = _diffusion_neighbour(nbr_mask, i, j, H, W, radius, seed, frame_no, p)
+                if q < 0:
+                    continue
+            if q >= 0:  # learn the neighbour value y = frame[q]
+                x = _vec(frame, fb, q, nc)
+                lo, hi = _bound(x, xr, ref_sum, ref_mass, i, j, scale, slope)
+                known, fs = _surrogate(lo, hi, a_hi, a_lo)
+                oldest = 0.0
+                if not known:
+                    total, oldest = expansion_sum_lut(x, sv, cf, rg, lut)
+                    fs = scale * total
+                    oldest *= scale
+                    n_sum += 1
+            rho[i, j] = _tracked_step(x, fs, oldest, view, xr, ref_sum, ref_mass, i, j, lut, scale, rule, rho0)
+            n += 1
+        stepped[i] = n
+        summed[i] = n_sum

@@ -68,11 +68,10 @@ import numpy as np
 from numba import carray, njit, prange, types
 from numba.extending import intrinsic
 
-from learners.expansion import (expansion_newest, expansion_push, expansion_sum,
+from learners.expansion import (expansion_newest, expansion_push, expansion_sum_lut,
                                 expansion_sum_inter_texture, expansion_sum_inter_texture_until, expansion_sum_texture,
                                 expansion_sum_texture_until)
 from bgsub.models._bands import run_bands
-from learners.kernels import GAUSSIAN_LUT
 from learners.steps import (RHO_QUANTILE, blink_accumulate, feedback_level, norma_novelty_update, olk_n_quantile_rho,
                             olk_n_update)
 
@@ -159,7 +158,7 @@ def _sum_at(x, sv, cf, rg, lut, texture, value_at, model_at):
     (uint8 (H, W, C, 16)), each sample's descriptor recomputed around the sample's centre. ``texture = None``
     (off) compiles the kernels without the texture code (numba prunes the branch)."""
     if texture is None:
-        return expansion_sum(x, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+        return expansion_sum_lut(x, sv, cf, rg, lut)
     lam = texture[0]
     if lam > 0.0:
         tframe = texture[1]
@@ -172,7 +171,7 @@ def _sum_at(x, sv, cf, rg, lut, texture, value_at, model_at):
             return expansion_sum_inter_texture(x, pat, sv, tsv, cf, rg, texture[5], lam, 1.0, lut)
         tx = _vec(tframe, tframe.ctypes.data, value_at, nc)
         return expansion_sum_texture(x, tx, sv, tsv, cf, rg, lam, 1.0, lut)
-    return expansion_sum(x, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+    return expansion_sum_lut(x, sv, cf, rg, lut)
 
 
 @njit(cache=True, inline="always")
@@ -637,7 +636,7 @@ def olkn_bootstrap(frame, dy, dx, state, scales, lut, rule, score, mask, feedbac
             for b in range(steps):
                 scale = scales[b]
                 x = _vec(frame, fb, _bootstrap_source(dy, dx, b, i, j, H, W), nc)
-                total, oldest = expansion_sum(x, sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+                total, oldest = expansion_sum_lut(x, sv, cf, rg, lut)
                 f = scale * total
                 oldest = scale * oldest
                 rho0 = rho[i, j]
@@ -713,11 +712,11 @@ def _leave_in_sum(sv, cf, rg, slot, p, lut, texture):
     """Unscaled ``f`` of pixel ``p``'s expansion at its own sample ``slot``, the sample's term included (with
     ``texture`` on, each sample with its own descriptor)."""
     if texture is None:
-        return expansion_sum(sv[slot], sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)[0]
+        return expansion_sum_lut(sv[slot], sv, cf, rg, lut)[0]
     if texture[0] > 0.0:
         tsv = _mat(texture[2], texture[2].ctypes.data, p, sv.shape[0], sv.shape[1])
         return expansion_sum_texture(sv[slot], tsv[slot], sv, tsv, cf, rg, texture[0], 1.0, lut)[0]
-    return expansion_sum(sv[slot], sv, cf, rg, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)[0]
+    return expansion_sum_lut(sv[slot], sv, cf, rg, lut)[0]
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
