@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from bgsub.models import _frame_kernels as fk
+from bgsub.models import _norma_frame as nf
 from bgsub.models import _state
 from bgsub.models.base import (COMMON_PARAMS, FEEDBACK_PARAMS, TEXTURE_PARAMS, PixelKernelSubtractor,
                                from_preset, on_device, with_defaults)
@@ -89,22 +90,39 @@ class NORMASubtractor(PixelKernelSubtractor):
         return (-R, R)
 
     def _frame_kernels(self):
-        frames = (fk.norma_frame,) if self._fused() else (fk.score_frame, fk.norma_update_frame)
+        if self._texture_on():  # the frame kernels' prange loops, with the texture features
+            frames = (fk.norma_frame,) if self._fused() else (fk.score_frame, fk.norma_update_frame)
+        else:  # serial kernels over bands of rows (bgsub.models._norma_frame)
+            frames = (nf.norma_frame,) if self._fused() else (nf.norma_score, nf.norma_update)
         boot = (fk.push_bootstrap,) if self.params["init"] == "neighbours" and self._can_bootstrap_pixelwise() else ()
         return frames + boot
 
     def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
         p = self.params
-        fk.norma_frame(img, _state.pixel_state(self), float(self.scale_), self.lut(), _state.norma_rule(p),
-                       _state.policy(p_bg, p_fg, p_diff, p, self.n_frames_),
-                       _state.feedback(self.blink_, nbr_mask, self._blink_args()),
-                       (self._score, mask_out, self._stepped), self._texture_args())
+        args = (img, _state.pixel_state(self), float(self.scale_), self.lut(), _state.norma_rule(p),
+                _state.policy(p_bg, p_fg, p_diff, p, self.n_frames_),
+                _state.feedback(self.blink_, nbr_mask, self._blink_args()), (self._score, mask_out, self._stepped))
+        if self._texture_on():
+            fk.norma_frame(*args, self._texture_args())
+        else:
+            nf.frame(*args)
+
+    def _score_pass(self, img, learn):
+        if self._texture_on():
+            return super()._score_pass(img, learn)
+        nf.score(img, _state.pixel_state(self), float(self.scale_), self.lut(),
+                 (self._score, self._f, self._rawmask, self._own),
+                 _state.feedback(self.blink_, self.prev_mask_, self._blink_args(learn)))
 
     def _update(self, img, mask, p_bg, p_fg, p_diff):
         p = self.params
-        fk.norma_update_frame(img, _state.pixel_state(self), float(self.scale_), self.lut(), _state.norma_rule(p),
-                              self._f, mask, _state.policy(p_bg, p_fg, p_diff, p, self.n_frames_), self._stepped,
-                              self._texture_args())
+        policy = _state.policy(p_bg, p_fg, p_diff, p, self.n_frames_)
+        if self._texture_on():
+            fk.norma_update_frame(img, _state.pixel_state(self), float(self.scale_), self.lut(),
+                                  _state.norma_rule(p), self._f, mask, policy, self._stepped, self._texture_args())
+        else:
+            nf.update(img, _state.pixel_state(self), float(self.scale_), self.lut(), _state.norma_rule(p), self._f,
+                      mask, policy, self._stepped)
 
     def _bootstrap_step(self, x, scratch):
         # nu-NORMA's own rule adds a term only when f < rho, so from rho = 0 it would keep
