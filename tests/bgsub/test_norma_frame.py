@@ -1,0 +1,146 @@
+"""nu-NORMA's serial frame kernels over bands of rows (:mod:`bgsub.models._norma_frame`).
+
+That they give the learners' steps bit for bit is checked through the subtractor
+(``tests/bgsub/test_models.py::test_norma_pixel_equals_scalar_step``, both update masks) and the default
+masks by their hashes (``tests/bgsub/test_mask_hashes.py``); here: the bands do not change any result, the
+score pass is :func:`bgsub.models._frame_kernels.score_frame`'s, and the subtractor runs these kernels
+where it should.
+"""
+
+import numpy as np
+import pytest
+
+import bgsub
+from bgsub.models import _frame_kernels as fk
+from bgsub.models import _norma_frame as nf
+from bgsub.models import _state
+from bgsub.models.base import _prob
+
+H, W = 24, 32
+#: Band splits of the rows: one band, and three uneven ones.
+SPLITS = ([(0, H)], [(0, 7), (7, 8), (8, H)])
+
+
+def _stream(T, C=3, seed=0):
+    """Noisy background with a bright square crossing it."""
+    rng = np.random.default_rng(seed)
+    base = rng.integers(40, 200, (H, W, C))
+    frames = []
+    for t in range(T):
+        fr = base + rng.normal(0, 4, base.shape)
+        x = (3 * t) % W
+        fr[6:14, x:x + 8] = 250
+        frames.append(np.clip(fr, 0, 255).astype(np.uint8))
+    return frames
+
+
+def _model(frames, **params):
+    sub = bgsub.create("norma", stabilise="off", illumination="off", **params)
+    for fr in frames:
+        sub.apply(fr)
+    return sub
+
+
+def _copy(sub):
+    """The model's state and feedback arrays, copied."""
+    return {k: getattr(sub, k).copy() for k in ("samples_", "coef_", "ring_", "rho_", "blink_", "prev_mask_",
+                                                 "post_mask_")}
+
+
+def _args(sub, w):
+    p = sub.params
+    state = (w["samples_"], w["coef_"], w["ring_"], w["rho_"])
+    feedback = _state.feedback(w["blink_"], w["prev_mask_"], (w["post_mask_"], *sub._blink_args()[1:]))
+    policy = _state.policy(_prob(p["update_prob"]), _prob(p["fg_update_prob"]), _prob(p["diffuse_prob"]), p,
+                           sub.n_frames_)
+    return state, feedback, policy
+
+
+CASES = [
+    {},  # the defaults: full buffers after the bootstrap, blink feedback, the post-processed mask
+    {"init": "empty", "diffuse_prob": 0.5, "fg_update_prob": 0.3},  # buffers filling; diffusion
+    {"color": "gray", "diffuse_prob": 0.5, "blink_gain": 0.0, "budget": 5},
+]
+
+
+@pytest.mark.parametrize("params", CASES)
+def test_bands_do_not_change_the_results(params):
+    frames = _stream(6)
+    sub = _model(frames[:5], **params)
+    img = sub._input_stages(frames[5])
+    start = _copy(sub)
+    lut, scale, rule = sub.lut(), float(sub.scale_), _state.norma_rule(sub.params)
+    post = np.zeros((H, W), np.uint8)
+    post[5:15, 10:20] = 255  # a post-processed mask: the update's selection and the diffusion's neighbours
+    results = []
+    for split in SPLITS:
+        # score pass, then update pass
+        w = _copy(sub)
+        state, feedback, policy = _args(sub, w)
+        score, raw, own = np.zeros((H, W), np.float32), np.zeros((H, W), np.uint8), np.zeros((H, W), np.uint8)
+        stepped = np.zeros(H, np.int64)
+        for rows in split:
+            nf.norma_score(img, state, scale, lut, (score, raw, own), feedback, rows)
+        for rows in split:
+            nf.norma_update(img, state, scale, lut, rule, own, post, policy, stepped, rows)
+        # the fused pass
+        w2 = {k: v.copy() for k, v in start.items()}
+        state2, feedback2, policy2 = _args(sub, w2)
+        score2, raw2, stepped2 = np.zeros((H, W), np.float32), np.zeros((H, W), np.uint8), np.zeros(H, np.int64)
+        for rows in split:
+            nf.norma_frame(img, state2, scale, lut, rule, policy2, feedback2, (score2, raw2, stepped2), rows)
+        results.append((w, score, raw, own, stepped, w2, score2, raw2, stepped2))
+    one, three = results
+    for a, b in zip(one, three):
+        if isinstance(a, dict):
+            for k in a:
+                np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+        else:
+            np.testing.assert_array_equal(a, b)
+    w, score, raw, own, stepped = one[:5]
+    assert stepped.sum() > 0 and (raw > 0).any() and (raw == 0).any()
+    assert not np.array_equal(w["rho_"], start["rho_"])  # the update pass stepped
+    # the pixel's own decision: rho - f > 0, its score without the feedback's lowering
+    if sub.params["blink_gain"] == 0.0:
+        np.testing.assert_array_equal(own, raw)
+
+
+@pytest.mark.parametrize("params", CASES[:2])
+def test_score_pass_is_score_frame(params):
+    """The score pass without texture features: :func:`fk.score_frame`'s scores, masks, own decisions and blink
+    accumulators, bit for bit (its ``f`` and evicted shares it does not write)."""
+    frames = _stream(6, seed=1)
+    sub = _model(frames[:5], **params)
+    img = sub._input_stages(frames[5])
+    lut, scale = sub.lut(), float(sub.scale_)
+    outs = []
+    for kernel in ("fk", "nf"):
+        w = _copy(sub)
+        state, feedback, _ = _args(sub, w)
+        score, raw, own = np.zeros((H, W), np.float32), np.zeros((H, W), np.uint8), np.zeros((H, W), np.uint8)
+        if kernel == "fk":
+            f, oldest = np.zeros((H, W)), np.zeros((H, W))
+            fk.score_frame(img, state, scale, lut, 0.0, score, f, oldest, raw, own, feedback, None)
+        else:
+            nf.score(img, state, scale, lut, (score, raw, own), feedback)
+        outs.append((score, raw, own, w["blink_"]))
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_the_subtractor_runs_the_banded_kernels_without_texture():
+    names = [k.__name__ for k in bgsub.create("norma")._frame_kernels()]
+    assert names[:2] == ["norma_score", "norma_update"]
+    assert [k.__name__ for k in bgsub.create("norma", update_mask="raw")._frame_kernels()][:1] == ["norma_frame"]
+    assert bgsub.create("norma", update_mask="raw")._frame_kernels()[0] is nf.norma_frame
+    # texture features: the frame kernels' prange loops
+    assert bgsub.create("norma", texture=100.0)._frame_kernels()[:2] == (fk.score_frame, fk.norma_update_frame)
+    # the whole stream through the banded kernels: a moving object is found, the background learnt
+    frames = _stream(20, seed=2)
+    sub = bgsub.create("norma", stabilise="off", illumination="off", median=0, min_area=0)
+    masks = [sub.apply(fr) for fr in frames]
+    last = masks[-1]
+    x = (3 * 19) % W
+    assert last[6:14, x:x + 8].mean() > 200
+    assert last[16:, :].mean() < 40
+    assert sub.n_steps_ > 0
