@@ -121,8 +121,9 @@ class NORMASubtractor(PixelKernelSubtractor):
             fk.norma_update_frame(img, _state.pixel_state(self), float(self.scale_), self.lut(),
                                   _state.norma_rule(p), self._f, mask, policy, self._stepped, self._texture_args())
         else:
+            # (the banded kernels view their arrays as C-contiguous: a filter's output is, a caller's mask may not be)
             nf.update(img, _state.pixel_state(self), float(self.scale_), self.lut(), _state.norma_rule(p), self._own,
-                      mask, policy, self._stepped)
+                      np.ascontiguousarray(mask), policy, self._stepped)
 
     def _bootstrap_step(self, x, scratch):
         # nu-NORMA's own rule adds a term only when f < rho, so from rho = 0 it would keep
