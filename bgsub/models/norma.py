@@ -111,7 +111,7 @@ class NORMASubtractor(PixelKernelSubtractor):
         if self._texture_on():
             return super()._score_pass(img, learn)
         nf.score(img, _state.pixel_state(self), float(self.scale_), self.lut(),
-                 (self._score, self._rawmask, self._own),
+                 (self._score, self._f, self._rawmask, self._own),
                  _state.feedback(self.blink_, self.prev_mask_, self._blink_args(learn)))
 
     def _update(self, img, mask, p_bg, p_fg, p_diff):
@@ -122,7 +122,7 @@ class NORMASubtractor(PixelKernelSubtractor):
                                   _state.norma_rule(p), self._f, mask, policy, self._stepped, self._texture_args())
         else:
             # (the banded kernels view their arrays as C-contiguous: a filter's output is, a caller's mask may not be)
-            nf.update(img, _state.pixel_state(self), float(self.scale_), self.lut(), _state.norma_rule(p), self._own,
+            nf.update(img, _state.pixel_state(self), float(self.scale_), self.lut(), _state.norma_rule(p), self._f,
                       np.ascontiguousarray(mask), policy, self._stepped)
 
     def _bootstrap_step(self, x, scratch):

@@ -79,18 +79,18 @@ def test_bands_do_not_change_the_results(params):
         w = _copy(sub)
         state, feedback, policy = _args(sub, w)
         score, raw, own = np.zeros((H, W), np.float32), np.zeros((H, W), np.uint8), np.zeros((H, W), np.uint8)
-        stepped = np.zeros(H, np.int64)
+        f, stepped = np.zeros((H, W)), np.zeros(H, np.int64)
         for rows in split:
-            nf.norma_score(img, state, scale, lut, (score, raw, own), feedback, rows)
+            nf.norma_score(img, state, scale, lut, (score, f, raw, own), feedback, rows)
         for rows in split:
-            nf.norma_update(img, state, scale, lut, rule, own, post, policy, stepped, rows)
+            nf.norma_update(img, state, scale, lut, rule, f, post, policy, stepped, rows)
         # the fused pass
         w2 = {k: v.copy() for k, v in start.items()}
         state2, feedback2, policy2 = _args(sub, w2)
         score2, raw2, stepped2 = np.zeros((H, W), np.float32), np.zeros((H, W), np.uint8), np.zeros(H, np.int64)
         for rows in split:
             nf.norma_frame(img, state2, scale, lut, rule, policy2, feedback2, (score2, raw2, stepped2), rows)
-        results.append((w, score, raw, own, stepped, w2, score2, raw2, stepped2))
+        results.append((w, score, raw, own, stepped, f, w2, score2, raw2, stepped2))
     one, three = results
     for a, b in zip(one, three):
         if isinstance(a, dict):
@@ -108,8 +108,8 @@ def test_bands_do_not_change_the_results(params):
 
 @pytest.mark.parametrize("params", CASES[:2])
 def test_score_pass_is_score_frame(params):
-    """The score pass without texture features: :func:`fk.score_frame`'s scores, masks, own decisions and blink
-    accumulators, bit for bit (its ``f`` and evicted shares it does not write)."""
+    """The score pass without texture features: :func:`fk.score_frame`'s scores, ``f``, masks, own decisions and
+    blink accumulators, bit for bit (the evicted shares it does not write)."""
     frames = _stream(6, seed=1)
     sub = _model(frames[:5], **params)
     img = sub._input_stages(frames[5])
@@ -119,12 +119,12 @@ def test_score_pass_is_score_frame(params):
         w = _copy(sub)
         state, feedback, _ = _args(sub, w)
         score, raw, own = np.zeros((H, W), np.float32), np.zeros((H, W), np.uint8), np.zeros((H, W), np.uint8)
+        f = np.zeros((H, W))
         if kernel == "fk":
-            f, oldest = np.zeros((H, W)), np.zeros((H, W))
-            fk.score_frame(img, state, scale, lut, 0.0, score, f, oldest, raw, own, feedback, None)
+            fk.score_frame(img, state, scale, lut, 0.0, score, f, np.zeros((H, W)), raw, own, feedback, None)
         else:
-            nf.score(img, state, scale, lut, (score, raw, own), feedback)
-        outs.append((score, raw, own, w["blink_"]))
+            nf.score(img, state, scale, lut, (score, f, raw, own), feedback)
+        outs.append((score, f, raw, own, w["blink_"]))
     for a, b in zip(*outs):
         np.testing.assert_array_equal(a, b)
 
