@@ -7,9 +7,9 @@ arithmetic in the same order: the same scores, masks, offsets, blink accumulator
 bit for bit. Each kernel is a serial ``nogil`` loop over the rows ``rows = (start, stop)`` of a band,
 which :func:`bgsub.models._bands.run_bands` runs on its threads (one band per thread), with every
 array a view without a reference count (:func:`bgsub.models._frame_kernels._unref`). Measured against the
-``prange`` kernels on the same state (2 threads, a loaded 2-core machine): the score pass about 4 % faster, the
-update pass about 10 % slower, a whole frame the same within 1 %; the default's two kernels compile from an
-empty cache in 77 s instead of 87 s.
+``prange`` kernels on the same state (2 threads, a loaded 2-core machine): the score pass 0-8 % faster, the
+update pass 10-15 % slower, a whole frame the same within the measurements' noise (a few per cent); the
+default's two kernels compile from an empty cache in 77 s instead of 87 s.
 
 Every pixel sums its expansion in full. The decisions cannot be read from a bound: nu-NORMA's offset
 tracks the ``nu``-quantile of the pixel's own ``f``, and a background pixel's ``f`` stays within a
