@@ -159,19 +159,27 @@ def _sum_at(x, sv, cf, rg, lut, texture, value_at, model_at):
     (off) compiles the kernels without the texture code (numba prunes the branch)."""
     if texture is None:
         return expansion_sum_lut(x, sv, cf, rg, lut)
-    lam = texture[0]
-    if lam > 0.0:
-        tframe = texture[1]
-        tsamples = texture[2]
-        nc = tframe.shape[2]
-        tsv = _mat(tsamples, tsamples.ctypes.data, model_at, sv.shape[0], nc)
-        if texture[3]:
-            tpattern = texture[4]
-            pat = _mat(tpattern, tpattern.ctypes.data, value_at, nc, 16)
-            return expansion_sum_inter_texture(x, pat, sv, tsv, cf, rg, texture[5], lam, 1.0, lut)
-        tx = _vec(tframe, tframe.ctypes.data, value_at, nc)
-        return expansion_sum_texture(x, tx, sv, tsv, cf, rg, lam, 1.0, lut)
+    if texture[0] > 0.0:
+        return _textured_sum(x, sv, cf, rg, lut, texture, value_at, model_at)
     return expansion_sum_lut(x, sv, cf, rg, lut)
+
+
+@njit(cache=True, fastmath=True, nogil=True)
+def _textured_sum(x, sv, cf, rg, lut, texture, value_at, model_at):
+    """:func:`_sum_at` with texture features on: called, not inlined, so that a kernel holds one call per place
+    instead of a copy of both textured sums (the textured frame compiled in a fraction of the time; each
+    textured sum costs far more than the call)."""
+    lam = texture[0]
+    tframe = texture[1]
+    tsamples = texture[2]
+    nc = tframe.shape[2]
+    tsv = _mat(tsamples, tsamples.ctypes.data, model_at, sv.shape[0], nc)
+    if texture[3]:
+        tpattern = texture[4]
+        pat = _mat(tpattern, tpattern.ctypes.data, value_at, nc, 16)
+        return expansion_sum_inter_texture(x, pat, sv, tsv, cf, rg, texture[5], lam, 1.0, lut)
+    tx = _vec(tframe, tframe.ctypes.data, value_at, nc)
+    return expansion_sum_texture(x, tx, sv, tsv, cf, rg, lam, 1.0, lut)
 
 
 @njit(cache=True, inline="always")
@@ -228,25 +236,31 @@ def _textured_sum_until(frame, samples, coef, ring, lay, p, lut, scale, texture,
     if texture is None:  # (never stops: no texture, no early stop)
         x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, lay, p, lut, scale, texture)
         return x, sv, cf, rg, f, oldest, False
-    B = lay[2]
-    nc = lay[3]
-    x = _vec(frame, lay[4], p, nc)
+    x = _vec(frame, lay[4], p, lay[3])
     sv, cf, rg = _views(samples, coef, ring, lay, p)
+    total, stopped = _textured_sum_until_called(x, sv, cf, lut, texture, p, scale, limit)
+    if stopped:
+        return x, sv, cf, rg, scale * total, 0.0, True
+    t, oldest = _sum_at(x, sv, cf, rg, lut, texture, p, p)
+    return x, sv, cf, rg, scale * t, scale * oldest, False
+
+
+@njit(cache=True, fastmath=True, nogil=True)
+def _textured_sum_until_called(x, sv, cf, lut, texture, p, scale, limit):
+    """The textured sum of :func:`_textured_sum_until` up to ``limit``: ``(total, stopped)``; called, not inlined
+    (:func:`_textured_sum`)."""
+    B = sv.shape[0]
+    nc = x.shape[0]
     lam = texture[0]
     tsamples = texture[2]
     tsv = _mat(tsamples, tsamples.ctypes.data, p, B, nc)
     if texture[3]:
         tpattern = texture[4]
-        total, stopped = expansion_sum_inter_texture_until(x, _mat(tpattern, tpattern.ctypes.data, p, nc, 16), sv,
-                                                           tsv, cf, texture[5], lam, 1.0, lut, scale, limit)
-    else:
-        tframe = texture[1]
-        total, stopped = expansion_sum_texture_until(x, _vec(tframe, tframe.ctypes.data, p, nc), sv, tsv, cf, lam,
-                                                     1.0, lut, scale, limit)
-    if stopped:
-        return x, sv, cf, rg, scale * total, 0.0, True
-    t, oldest = _sum_at(x, sv, cf, rg, lut, texture, p, p)
-    return x, sv, cf, rg, scale * t, scale * oldest, False
+        return expansion_sum_inter_texture_until(x, _mat(tpattern, tpattern.ctypes.data, p, nc, 16), sv, tsv, cf,
+                                                 texture[5], lam, 1.0, lut, scale, limit)
+    tframe = texture[1]
+    return expansion_sum_texture_until(x, _vec(tframe, tframe.ctypes.data, p, nc), sv, tsv, cf, lam, 1.0, lut,
+                                       scale, limit)
 
 
 @njit(cache=True, inline="always")
