@@ -287,9 +287,9 @@ class Pipeline:
         ``getScoreMap()`` and ``score_range``.
     region : Region, optional
         ROI and processing scale (default: the whole frame at full size). A subtractor that scales its frames
-        itself (a ``process_scale`` parameter: olkn, norma, svmd, oem) is given a scale below 1 as its
+        itself (a ``process_scale`` parameter: olkn, norma, svmd) is given a scale below 1 as its
         ``process_scale`` (replacing its own), so that a frame is resized once, inside the model; the region
-        then only crops. Other subtractors (OpenCV's) get frames the region resized.
+        then only crops. Other subtractors (OpenCV's, oem) get frames the region resized.
     threshold : float
         Score threshold of the mask; 0 keeps the subtractor's own mask.
     min_area : int
