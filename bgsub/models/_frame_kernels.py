@@ -35,7 +35,8 @@ and an array taken out of a tuple inside a loop costs an atomic reference count 
 contends between threads (measured: the bounded frame about 2x slower on two threads). Scalars and the
 views built in the loops may be unpacked.
 
-A frame is one parallel region (:func:`olkn_frame`, :func:`norma_frame`): every
+A frame is one parallel region (:func:`olkn_frame`; nu-NORMA's frames are in
+:mod:`bgsub.models._norma_frame`): every
 pixel evaluates ``f_t(x)`` with :func:`learners.expansion.expansion_sum` (the
 Gaussian read from a table over integer squared distances), writes its score
 (OLK_N ``1 + rho - f``, nu-NORMA ``rho - f``) and raw mask (``score > 0``), and,
@@ -569,34 +570,6 @@ def olkn_frame(frame, state, scale, lut, rule, policy, feedback, out, texture, e
         stepped[i] = n
 
 
-@njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def norma_frame(frame, state, scale, lut, rule, policy, feedback, out, texture):
-    """One nu-NORMA frame in one pass (score ``rho - f``, then the selected pixels step;
-    neighbour diffusion as in :func:`olkn_frame`); ``rule = (eta, lam, nu)``."""
-    samples, coef, ring = state[0], state[1], state[2]  # (arrays by index, once: module docstring)
-    rho, lay = state[3], _layout(frame, state)
-    blink, nbr_mask, post = feedback[0], feedback[1], feedback[2]
-    gain, up, down = feedback[3], feedback[4], feedback[5]
-    score, mask, stepped = out[0], out[1], out[2]
-    p_bg, p_fg, _, _, seed, frame_no = policy
-    W = lay[1]
-    for i in prange(lay[0]):
-        n = 0
-        for j in range(W):
-            p = i * W + j
-            x, sv, cf, rg, f, oldest = _pixel_sum(frame, samples, coef, ring, lay, p, lut, scale, texture)
-            rho0 = rho[i, j]
-            _emit(_level(rho0, blink, i, j, gain) - f, blink, nbr_mask, post, i, j, gain, up, down, score, mask)
-            fg = rho0 - f > 0.0  # the policy reads the pixel's own decision, without the feedback
-            sel = _selected(fg, 1 if rg[1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p)
-            done, new_rho = _norma_step(sel, x, f, frame, lay, nbr_mask, (i, j, p), (sv, cf, rg), lut, scale, rule,
-                                        rho0, policy, texture)
-            if done:
-                rho[i, j] = new_rho
-                n += 1
-        stepped[i] = n
-
-
 @njit(cache=True, inline="always")
 def _bootstrap_source(dy, dx, b, i, j, H, W):
     """Flat index of the value pixel ``(i, j)`` learns at bootstrap step ``b``: itself at ``b = 0``, else the
@@ -661,32 +634,6 @@ def olkn_bootstrap(frame, dy, dx, state, scales, lut, rule, score, mask, feedbac
                     rho[i, j] = rho0
                 _, new_rho = _olkn_update(x, f, oldest, (sv, cf, rg), scale, rule, rho0)
                 rho[i, j] = new_rho
-
-
-@njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def norma_update_frame(frame, state, scale, lut, rule, f_in, mask, policy, stepped, texture):
-    """nu-NORMA update at the pixels selected by an external ``mask`` (second pass after :func:`score_frame`).
-
-    Used when the policy follows the post-processed mask (``update_mask="post"``); ``f_in`` is
-    :func:`score_frame`'s output. Same selection rule, neighbour diffusion (neighbours classified by ``mask``)
-    and the same :func:`learners.steps.norma_novelty_update` as :func:`norma_frame`.
-    """
-    samples, coef, ring = state[0], state[1], state[2]  # (arrays by index, once: module docstring)
-    rho, lay = state[3], _layout(frame, state)
-    p_bg, p_fg, _, _, seed, frame_no = policy
-    W = lay[1]
-    for i in prange(lay[0]):
-        n = 0
-        for j in range(W):
-            p = i * W + j
-            sv, cf, rg = _views(samples, coef, ring, lay, p)
-            sel = _selected(mask[i, j] != 0, 1 if rg[1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p)
-            done, new_rho = _norma_step(sel, _vec(frame, lay[4], p, lay[3]), f_in[i, j], frame, lay, mask,
-                                        (i, j, p), (sv, cf, rg), lut, scale, rule, rho[i, j], policy, texture)
-            if done:
-                rho[i, j] = new_rho
-                n += 1
-        stepped[i] = n
 
 
 @njit(cache=True, parallel=True, nogil=True)

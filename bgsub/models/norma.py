@@ -17,8 +17,8 @@ import numpy as np
 from bgsub.models import _frame_kernels as fk
 from bgsub.models import _norma_frame as nf
 from bgsub.models import _state
-from bgsub.models.base import (COMMON_PARAMS, FEEDBACK_PARAMS, TEXTURE_PARAMS, PixelKernelSubtractor,
-                               from_preset, on_device, with_defaults)
+from bgsub.models.base import (COMMON_PARAMS, FEEDBACK_PARAMS, REMOVED_PARAMS, PixelKernelSubtractor, from_preset,
+                               on_device, with_defaults)
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
 from learners.steps import norma_decay
 
@@ -36,7 +36,6 @@ NORMA_PARAMS = (
               "first-frame bootstrap (init=neighbours): 'quantile' stores the B neighbour values with coefficient "
               "eta and sets rho to the nu-quantile of f over them; 'steps' runs B ordinary nu-NORMA steps "
               "(keeps only a few values)", "", choices=("quantile", "steps"), live=False),
-    *TEXTURE_PARAMS,
 ) + with_defaults(FEEDBACK_PARAMS, blink_gain=0.5) + with_defaults(COMMON_PARAMS, update_prob=1.0,
                                                                      fg_update_prob=0.05, update_mask="post",
                                                                      stabilise="match", illumination="gain")
@@ -62,21 +61,28 @@ class NORMASubtractor(PixelKernelSubtractor):
         Regularisation (decay ``1 - eta*lam`` per step).
     nu : float
         Fraction of novel steps.
-    texture, texture_threshold : float
-        Texture features, as olkn's (:data:`bgsub.models.base.TEXTURE_PARAMS`; 0: off), the samples' descriptors
-        in ``texture_`` as :class:`bgsub.models.olkn.OLKNSubtractor` keeps them.
+    init_rho : {'quantile', 'steps'}
+        First-frame bootstrap of the offsets.
     budget, color, update_prob, fg_update_prob, median, min_area, seed
         See :data:`bgsub.models.base.COMMON_PARAMS` and ``docs/parameters.md``; the attributes are
-        :class:`bgsub.models.base.PixelKernelSubtractor`'s and ``texture_``.
+        :class:`bgsub.models.base.PixelKernelSubtractor`'s.
     """
 
     _SPECS = NORMA_PARAMS
     _score_offset = 0.0
-    _STATE_ARRAYS = PixelKernelSubtractor._STATE_ARRAYS + ("texture_",)
-    #: 3: ``texture_`` (the samples' descriptors, present while ``texture`` > 0) joined the state; 4: the
+    #: 3: ``texture_`` (the samples' descriptors, while the removed ``texture`` was on) joined the state; 4: the
     #: stabiliser's reference and counter.
     _STATE_LAYOUT = 4
     _TEXTURE_LAYOUT = 3
+    #: The texture features were removed (off in every default and preset; on, they lowered the dev F).
+    _REMOVED_PARAMS = {**REMOVED_PARAMS, "texture": 0.0}
+
+    @classmethod
+    def without_removed_params(cls, params):
+        # with the texture features off, their descriptor's settings meant nothing
+        if params.get("texture", 0.0) == 0.0:
+            params = {k: v for k, v in params.items() if k not in ("texture_threshold", "texture_mode")}
+        return super().without_removed_params(params)
 
     def _check(self, values):
         super()._check(values)
@@ -90,10 +96,7 @@ class NORMASubtractor(PixelKernelSubtractor):
         return (-R, R)
 
     def _frame_kernels(self):
-        if self._texture_on():  # the frame kernels' prange loops, with the texture features
-            frames = (fk.norma_frame,) if self._fused() else (fk.score_frame, fk.norma_update_frame)
-        else:  # serial kernels over bands of rows (bgsub.models._norma_frame)
-            frames = (nf.norma_frame,) if self._fused() else (nf.norma_score, nf.norma_update)
+        frames = (nf.norma_frame,) if self._fused() else (nf.norma_score, nf.norma_update)
         boot = (fk.push_bootstrap,) if self.params["init"] == "neighbours" and self._can_bootstrap_pixelwise() else ()
         return frames + boot
 
@@ -102,14 +105,9 @@ class NORMASubtractor(PixelKernelSubtractor):
         args = (img, _state.pixel_state(self), float(self.scale_), self.lut(), _state.norma_rule(p),
                 _state.policy(p_bg, p_fg, p_diff, p, self.n_frames_),
                 _state.feedback(self.blink_, nbr_mask, self._blink_args()), (self._score, mask_out, self._stepped))
-        if self._texture_on():
-            fk.norma_frame(*args, self._texture_args())
-        else:
-            nf.frame(*args)
+        nf.frame(*args)
 
     def _score_pass(self, img, learn):
-        if self._texture_on():
-            return super()._score_pass(img, learn)
         nf.score(img, _state.pixel_state(self), float(self.scale_), self.lut(),
                  (self._score, self._f, self._rawmask, self._own),
                  _state.feedback(self.blink_, self.prev_mask_, self._blink_args(learn)))
@@ -117,25 +115,21 @@ class NORMASubtractor(PixelKernelSubtractor):
     def _update(self, img, mask, p_bg, p_fg, p_diff):
         p = self.params
         policy = _state.policy(p_bg, p_fg, p_diff, p, self.n_frames_)
-        if self._texture_on():
-            fk.norma_update_frame(img, _state.pixel_state(self), float(self.scale_), self.lut(),
-                                  _state.norma_rule(p), self._f, mask, policy, self._stepped, self._texture_args())
-        else:
-            # (the banded kernels view their arrays as C-contiguous: a filter's output is, a caller's mask may not be)
-            nf.update(img, _state.pixel_state(self), float(self.scale_), self.lut(), _state.norma_rule(p), self._f,
-                      np.ascontiguousarray(mask), policy, self._stepped)
+        # (the banded kernels view their arrays as C-contiguous: a filter's output is, a caller's mask may not be)
+        nf.update(img, _state.pixel_state(self), float(self.scale_), self.lut(), _state.norma_rule(p), self._f,
+                  np.ascontiguousarray(mask), policy, self._stepped)
 
     def _bootstrap_step(self, x, scratch):
         # nu-NORMA's own rule adds a term only when f < rho, so from rho = 0 it would keep
         # one or two of the B values: the bootstrap stores every value with coefficient eta
         if self.params["init_rho"] == "quantile":
-            fk.push_frame(x, _state.pixel_state(self), float(self._bootstrap_coef(self.scale_)), self._texture_args())
+            fk.push_frame(x, _state.pixel_state(self), float(self._bootstrap_coef(self.scale_)), None)
             self.n_steps_ += x.shape[0] * x.shape[1]
         else:
             super()._bootstrap_step(x, scratch)
 
     def _can_bootstrap_pixelwise(self):
-        return self.params["init_rho"] == "quantile" and not self._texture_on()
+        return self.params["init_rho"] == "quantile"
 
     def _bootstrap_pixelwise(self, img, dy, dx, scales, scratch):
         values = np.array([self._bootstrap_coef(scale) for scale in scales])
@@ -150,7 +144,7 @@ class NORMASubtractor(PixelKernelSubtractor):
         # ... and sets each pixel's rho to the nu-quantile of f over its own values
         if self.params["init_rho"] == "quantile":
             fk.quantile_offsets(_state.pixel_state(self), float(self.scale_), self.lut(), float(self.params["nu"]), 0.0,
-                                -np.inf, np.inf, self._texture_args())
+                                -np.inf, np.inf, None)
 
     def _decay(self) -> float:
         return float(norma_decay(self.params["eta"], self.params["lam"]))

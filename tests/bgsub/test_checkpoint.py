@@ -66,9 +66,8 @@ def test_file_holds_documented_entries(tmp_path):
     assert meta["version"] == FORMAT_VERSION and meta["kind"] == "norma"
     assert meta["params"]["seed"] == 7 and meta["frame_shape"] == [12, 16] and meta["channels"] == 3
     assert meta["random_state"]["n_frames"] == 3 and meta["scalars"]["n_frames_"] == 3
-    # every state array the model has (texture_ is None while the texture features are off)
-    assert sub.texture_ is None and "a.texture_" not in names
-    assert {f"a.{n}" for n in NORMASubtractor._STATE_ARRAYS if n != "texture_"} | {"meta", "checksum"} == names
+    # every state array the model has
+    assert {f"a.{n}" for n in NORMASubtractor._STATE_ARRAYS} | {"meta", "checksum"} == names
 
 
 def test_wrong_algorithm_is_refused(tmp_path):

@@ -129,13 +129,11 @@ def test_score_pass_is_score_frame(params):
         np.testing.assert_array_equal(a, b)
 
 
-def test_the_subtractor_runs_the_banded_kernels_without_texture():
+def test_the_subtractor_runs_the_banded_kernels():
     names = [k.__name__ for k in bgsub.create("norma")._frame_kernels()]
     assert names[:2] == ["norma_score", "norma_update"]
     assert [k.__name__ for k in bgsub.create("norma", update_mask="raw")._frame_kernels()][:1] == ["norma_frame"]
     assert bgsub.create("norma", update_mask="raw")._frame_kernels()[0] is nf.norma_frame
-    # texture features: the frame kernels' prange loops
-    assert bgsub.create("norma", texture=100.0)._frame_kernels()[:2] == (fk.score_frame, fk.norma_update_frame)
     # the whole stream through the banded kernels: a moving object is found, the background learnt
     frames = _stream(20, seed=2, square_from=19)
     sub = bgsub.create("norma", stabilise="off", illumination="off")

@@ -1,5 +1,5 @@
-"""The texture features of olkn and norma (``texture``, ``texture_threshold``): LBSP descriptors in a product kernel
-with colour."""
+"""The texture features of olkn (``texture``, ``texture_threshold``): LBSP descriptors in a product kernel with
+colour; norma's were removed."""
 
 from __future__ import annotations
 
@@ -131,10 +131,7 @@ def _highway(n, size=(80, 60)):
     return [cv2.resize(cv2.imread(f), size, interpolation=cv2.INTER_AREA) for f in files]
 
 
-@pytest.mark.parametrize("algo, extra", [
-    ("olkn", {"score_map": "exact"}), ("norma", {"update_mask": "post"}),
-    ("norma", {}), ("norma", {"init_rho": "steps"}),
-    ("norma", {"diffuse_prob": 0.2, "update_mask": "raw"})])
+@pytest.mark.parametrize("algo, extra", [("olkn", {"score_map": "exact"}), ("olkn", {"diffuse_prob": 0.2})])
 def test_zero_texture_weight_gives_the_colour_engine(algo, extra):
     """A vanishing weight (every table index rounds to the colour one) through the texture code path, which
     stores descriptors everywhere a sample is written: masks, samples, coefficients and offsets
@@ -152,9 +149,9 @@ def test_zero_texture_weight_gives_the_colour_engine(algo, extra):
     assert off.texture_ is None and on.texture_.shape == on.samples_.shape and on.texture_.dtype == np.uint16
 
 
-@pytest.mark.parametrize("algo, extra", [("olkn", {}), ("norma", {}), ("norma", {"init_rho": "steps"})])
+@pytest.mark.parametrize("algo, extra", [("olkn", {})])
 def test_every_sample_keeps_the_descriptor_of_its_value(algo, extra):
-    """Bootstrap (init=neighbours; norma's default stores the values directly), own steps and neighbour
+    """Bootstrap (init=neighbours), own steps and neighbour
     diffusion all store the descriptor of the very pixel whose colour they store: each (colour, descriptor)
     pair of a model is one some frame had at a pixel within the bootstrap's and the diffusion's radius."""
     rng = np.random.default_rng(4)
@@ -178,27 +175,38 @@ def test_every_sample_keeps_the_descriptor_of_its_value(algo, extra):
     assert sub.texture_.any()
 
 
-@pytest.mark.parametrize("algo", ["olkn", "norma"])
-def test_texture_parameters_are_validated(algo):
+def test_texture_parameters_are_validated():
     with pytest.raises(ValueError, match="texture must be >= 0, got -1"):
-        bgsub.create(algo, texture=-1.0)
+        bgsub.create("olkn", texture=-1.0)
     with pytest.raises(ValueError, match="texture_threshold must be >= 0, got -0.1"):
-        bgsub.create(algo, texture_threshold=-0.1)
+        bgsub.create("olkn", texture_threshold=-0.1)
 
 
-def test_norma_texture_switch():
-    """norma: on in a running model starts a new one, off drops the descriptors, as olkn's."""
-    frames = [f.astype(np.uint8) for f in _checker_scene(8)]
+def test_norma_has_no_texture_and_its_old_checkpoints_load_without_it(tmp_path):
+    """norma's texture features were removed: the parameter is unknown, a checkpoint that carries them off
+    (with any descriptor settings) continues without them, one with them on is refused in one line."""
+    with pytest.raises(ValueError, match="no parameter 'texture'"):
+        bgsub.create("norma", texture=100.0)
+    frames = [f.astype(np.uint8) for f in _checker_scene(6)]
     sub = bgsub.create("norma")
     for f in frames[:3]:
         sub.apply(f)
-    assert sub.texture_ is None
-    assert sub.set_params(texture=100.0) is True and sub.samples_ is None
-    for f in frames[3:6]:
-        sub.apply(f)
-    assert sub.texture_.shape == sub.samples_.shape and sub.texture_.any()
-    assert sub.set_params(texture=0.0) is False and sub.texture_ is None and sub.n_frames_ == 3
-    sub.apply(frames[6])
+    path = tmp_path / "norma.npz"
+    sub.save(path)
+    meta, arrays = read_checkpoint(path)
+    extra = {k: v for k, v in meta.items() if k not in ("format", "version", "kind", "params")}
+    for texture, ok in ((0.0, True), (100.0, False)):
+        old = tmp_path / f"old{texture:g}.npz"
+        params = {**meta["params"], "texture": texture, "texture_threshold": 0.5, "texture_mode": "inter"}
+        write_checkpoint(old, "norma", params, arrays, **extra)
+        if ok:
+            resumed = bgsub.load(old)
+            assert "texture" not in resumed.params and resumed.n_frames_ == 3
+            for f in frames[3:]:
+                np.testing.assert_array_equal(resumed.apply(f), sub.apply(f))
+        else:
+            with pytest.raises(CheckpointError, match=r"the option texture \(here 100.0\) was removed"):
+                bgsub.load(old)
 
 
 def test_parameter_validation_and_live_switch():
@@ -221,7 +229,7 @@ def test_parameter_validation_and_live_switch():
     sub.apply(frames[0].astype(np.uint8))
 
 
-@pytest.mark.parametrize("algo, layout", [("olkn", 5), ("norma", 4)])
+@pytest.mark.parametrize("algo, layout", [("olkn", 5)])
 def test_checkpoint_round_trip_keeps_the_descriptors(tmp_path, algo, layout):
     frames = [np.clip(f, 0, 255).astype(np.uint8) for f in _checker_scene(30)]
     params = dict(texture=150.0, width=60.0)
@@ -261,7 +269,7 @@ def test_a_checkpoint_from_before_the_texture_continues_without_it(tmp_path, alg
     extra = {k: v for k, v in meta.items() if k not in ("format", "version", "kind")}
     write_checkpoint(tmp_path / "old.npz", algo, params, arrays, **dict(extra, state_layout=old_layout))
     resumed = bgsub.load(tmp_path / "old.npz")
-    assert resumed.params["texture"] == 0.0 and resumed.n_frames_ == 10 and resumed.texture_ is None
+    assert resumed.params.get("texture", 0.0) == 0.0 and resumed.n_frames_ == 10 and resumed.texture_ is None
     expected = [whole.apply(f) for f in frames][10:]
     got = [resumed.apply(f) for f in frames[10:]]
     assert all(np.array_equal(a, b) for a, b in zip(expected, got))
