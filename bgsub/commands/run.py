@@ -21,8 +21,7 @@ import numpy as np
 from bgsub.commands import _common as common
 from bgsub.devices import add_device_argument
 from bgsub.metrics import format_metrics
-from bgsub.pipeline import (Callback, Checkpoints, MaskFiles, MaskVideo, ObjectsFile, OverlayVideo, Pipeline, Scores,
-                            check_model_scale)
+from bgsub.pipeline import Callback, Checkpoints, MaskFiles, MaskVideo, ObjectsFile, OverlayVideo, Pipeline, Scores
 from bgsub.pipeline import describe_error
 from bgsub.pipeline.paths import check_outputs, check_writable, source_path
 from bgsub.settings import ConfigError, resolve_algorithm
@@ -191,7 +190,6 @@ def main(args: argparse.Namespace) -> int:
         region = common.build_region(args)
         check_run_outputs(args, args.out)
         algo, params, subtractor, seen = _subtractor(args)
-        check_model_scale(algo, region.scale)  # (before any output: a usage error)
         pipeline = Pipeline(subtractor, region=region, min_area=args.min_area)
         if "process_scale" in params:  # --scale set it (the header says so)
             params = {**params, "process_scale": subtractor.params["process_scale"]}

@@ -319,7 +319,7 @@ class Pipeline:
             try:
                 subtractor.set_params(process_scale=scale)
             except ValueError as e:
-                raise ValueError(f"--scale {scale:g} does not suit {type(subtractor).__name__}: {e}") from None
+                raise ValueError(f"--scale {scale:g} does not suit {_algorithm(subtractor)}: {e}") from None
             self.region = self.region.cropping()
         self.threshold = float(threshold)
         self.min_area = int(min_area)
@@ -507,3 +507,13 @@ class Pipeline:
             result.metrics = scores.metrics()
             result.scored_frames = scores.frames
         return result
+
+
+def _algorithm(subtractor) -> str:
+    """The registry name of ``subtractor``'s algorithm where it has one, else its class's name."""
+    from bgsub.checkpoint import CheckpointError, algorithm_name
+
+    try:
+        return algorithm_name(subtractor)
+    except CheckpointError:
+        return type(subtractor).__name__

@@ -132,7 +132,7 @@ def test_the_pipeline_scale_is_the_models_process_scale():
 def test_a_scale_the_model_refuses_names_the_option():
     from bgsub.pipeline import Pipeline, Region
 
-    with pytest.raises(ValueError, match=r"^--scale 0.05 does not suit OLKNSubtractor: process_scale"):
+    with pytest.raises(ValueError, match=r"^--scale 0.05 does not suit olkn: process_scale"):
         Pipeline(bgsub.create("olkn"), region=Region(scale=0.05))
 
 
