@@ -3,8 +3,6 @@ bootstrap leaves, bit for bit, and so the same masks after it."""
 
 from __future__ import annotations
 
-import glob
-import os
 
 import cv2
 import numpy as np
@@ -99,11 +97,8 @@ def test_a_bootstrap_that_would_renormalise_runs_frame_by_frame():
     assert last == 0.125
 
 
-def test_pixelwise_bootstrap_on_real_frames():
-    root = os.environ.get("OLK_DATA_DIR")
-    files = sorted(glob.glob(os.path.join(root or "", "bgs", "cdnet2014", "highway", "input", "*.jpg")))[:8]
-    if not files:
-        pytest.skip("CDnet highway is absent (set OLK_DATA_DIR to the shared data, see README)")
-    frames = [cv2.resize(cv2.imread(f), (160, 120), interpolation=cv2.INTER_AREA) for f in files]
+def test_pixelwise_bootstrap_on_real_frames(highway):
+    files = sorted((highway / "input").glob("*.jpg"))[:8]
+    frames = [cv2.resize(cv2.imread(str(f)), (160, 120), interpolation=cv2.INTER_AREA) for f in files]
     _assert_same("olkn", frames)
     _assert_same("norma", frames)

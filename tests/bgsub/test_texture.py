@@ -14,6 +14,7 @@ from bgsub.checkpoint import CheckpointError
 from bgsub.models import _state, _texture
 from learners._persist import read_checkpoint, write_checkpoint
 from tests.bgsub._params import WIDE_KERNEL
+from tests.conftest import shared_data_dir
 
 # ----------------------------------------------------------------- the descriptor against its transcription
 
@@ -123,9 +124,8 @@ def test_texture_lets_a_wider_colour_kernel_keep_camouflaged_objects():
 
 
 def _highway(n, size=(80, 60)):
-    import os
-    root = os.path.join(os.environ.get("OLK_DATA_DIR", "../shared/data"), "bgs", "cdnet2014", "highway", "input")
-    files = sorted(glob.glob(os.path.join(root, "*.jpg")))[600:600 + n]
+    root = shared_data_dir() / "bgs" / "cdnet2014" / "highway" / "input"
+    files = sorted(glob.glob(str(root / "*.jpg")))[600:600 + n]
     if len(files) < n:
         pytest.skip("CDnet highway not found")
     return [cv2.resize(cv2.imread(f), size, interpolation=cv2.INTER_AREA) for f in files]
