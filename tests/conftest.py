@@ -33,6 +33,44 @@ def highway(shared_data) -> Path:
     return p
 
 
+#: The subtractors whose frame kernels take longest to compile, longest first (``(algo, preset, params)``).
+_HEAVY_KERNELS = (
+    ("olkn", "accurate", {}),
+    ("olkn", None, {"score_map": "exact"}),
+    ("norma", None, {}),
+    ("norma", None, {"update_mask": "raw"}),
+    ("olkn", None, {}),
+    ("oem", None, {}),
+    ("svmd", None, {}),
+)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _compile_heavy_kernels_between_workers(request, tmp_path_factory):
+    """Under ``pytest -n N`` over most of the suite, the workers first compile the slowest frame kernels between
+    them, each taking the next one no other worker has taken (a lock file per kernel), so that no two compile
+    the same kernel at once; the tests then load them from numba's cache. With the cache warm this costs the
+    loads alone; a run of fewer than 500 tests skips it."""
+    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) < 2 or len(request.session.items) < 500:
+        return
+    import fcntl
+
+    from bgsub.registry import default_params
+    from bgsub.warmup import warm_up
+
+    locks = tmp_path_factory.getbasetemp().parent  # shared by the workers of this run
+    for i, (algo, preset, params) in enumerate(_HEAVY_KERNELS):
+        with open(locks / f"compile-{i}.lock", "a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # another worker is compiling it
+            if (locks / f"compile-{i}.done").exists():
+                continue
+            warm_up(algo, {**(default_params(algo, preset) if preset else {}), **params})
+            (locks / f"compile-{i}.done").touch()
+
+
 def pytest_configure(config):
     """``BGSUB_COMPILE_LOG=FILE``: append one line per numba compile (seconds, nesting depth, function,
     argument types) to FILE, to see where a run with an empty cache spends its time (docs/performance.md)."""
