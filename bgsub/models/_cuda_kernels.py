@@ -228,7 +228,7 @@ def _olkn_pixel(i, j, frame, state, scale, lut, rule, policy, feedback, out):
 
 @_device
 def _norma_pixel(i, j, frame, state, scale, lut, rule, policy, feedback, out):
-    """One nu-NORMA pixel of :func:`bgsub.models._frame_kernels.norma_frame` (no texture). Returns whether it
+    """One nu-NORMA pixel of :func:`bgsub.models._norma_frame.norma_frame`. Returns whether it
     stepped."""
     x, view, f, oldest = _pixel_sum(frame, state, i, j, i, j, lut, scale)
     rho0 = state[3][i, j]
@@ -240,7 +240,7 @@ def _norma_pixel(i, j, frame, state, scale, lut, rule, policy, feedback, out):
 
 @_device
 def _norma_update_pixel(i, j, frame, state, scale, lut, rule, policy, given, out):
-    """One pixel of :func:`bgsub.models._frame_kernels.norma_update_frame`: ``given = (f, mask)``, the score
+    """One pixel of :func:`bgsub.models._norma_frame.norma_update`: ``given = (f, mask)``, the score
     pass's ``f`` and the mask that selects (and classifies the neighbours). Returns whether it stepped."""
     f, mask = given
     sel = _draw(mask[i, j] != 0, 1 if state[2][1, i, j] > 0 else 0, 1, policy, i, j, frame.shape[1])
@@ -272,10 +272,10 @@ olkn_frame = _named(_stepping_rows(_olkn_pixel), "olkn_frame",
                     ":func:`bgsub.models._frame_kernels.olkn_frame` (no texture) on the device: ``given`` is the "
                     "feedback tuple, ``out = (score, mask, stepped)`` (``stepped`` by row and block).")
 norma_frame = _named(_stepping_rows(_norma_pixel), "norma_frame",
-                     ":func:`bgsub.models._frame_kernels.norma_frame` (no texture) on the device: ``given`` is the "
+                     ":func:`bgsub.models._norma_frame.norma_frame` on the device: ``given`` is the "
                      "feedback tuple, ``out = (score, mask, stepped)`` (``stepped`` by row and block).")
 norma_update_frame = _named(_stepping_rows(_norma_update_pixel), "norma_update_frame",
-                            ":func:`bgsub.models._frame_kernels.norma_update_frame` (no texture) on the device, the "
+                            ":func:`bgsub.models._norma_frame.norma_update` on the device, the "
                             "second pass after :func:`score_frame`: ``given = (f, mask)``, ``out = (stepped,)``.")
 
 

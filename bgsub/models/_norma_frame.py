@@ -1,10 +1,9 @@
-"""nu-NORMA's frames without texture features: serial kernels over bands of rows.
+"""nu-NORMA's frames: serial kernels over bands of rows.
 
-The same passes as :func:`bgsub.models._frame_kernels.score_frame` (``offset = 0``),
-:func:`~bgsub.models._frame_kernels.norma_update_frame` and
-:func:`~bgsub.models._frame_kernels.norma_frame`, with the same per-pixel helpers, so the same
-arithmetic in the same order: the same scores, masks, offsets, blink accumulators and model state,
-bit for bit. Each kernel is a serial ``nogil`` loop over the rows ``rows = (start, stop)`` of a band,
+The score pass is :func:`bgsub.models._frame_kernels.score_frame`'s (``offset = 0``), the frames step with the
+frame kernels' per-pixel helpers (:func:`bgsub.models._frame_kernels._norma_step`, the diffusion, the draws), so
+the same arithmetic in the same order as the ``prange`` loops they replaced: the same scores, masks, offsets,
+blink accumulators and model state, bit for bit. Each kernel is a serial ``nogil`` loop over the rows ``rows = (start, stop)`` of a band,
 which :func:`bgsub.models._bands.run_bands` runs on its threads (one band per thread), with every
 array a view without a reference count (:func:`bgsub.models._frame_kernels._unref`). Measured against the
 ``prange`` kernels on the same state (2 threads, a loaded 2-core machine): the score pass 0-8 % faster, the
@@ -79,8 +78,7 @@ def norma_score(frame, state, scale, lut, out, feedback, rows):
 @njit(cache=True, fastmath=True, nogil=True)
 def norma_update(frame, state, scale, lut, rule, f_in, mask, policy, stepped, rows):
     """Step the pixels of the rows ``rows = (start, stop)`` that ``mask`` (the post-processed mask) selects, after
-    :func:`norma_score` (:func:`bgsub.models._frame_kernels.norma_update_frame` without texture features):
-    ``rule = (eta, lam, nu)``, ``f_in`` the score pass's ``f``, ``policy`` as the frame kernels take it;
+    :func:`norma_score`: ``rule = (eta, lam, nu)``, ``f_in`` the score pass's ``f``, ``policy`` as the frame kernels take it;
     ``stepped[i]`` receives the number of pixels of row ``i`` that stepped."""
     frame, lut, f_in, mask = _unref(frame), _unref(lut), _unref(f_in), _unref(mask)
     samples, coef, ring = _unref(state[0]), _unref(state[1]), _unref(state[2])
@@ -105,8 +103,8 @@ def norma_update(frame, state, scale, lut, rule, f_in, mask, policy, stepped, ro
 @njit(cache=True, fastmath=True, nogil=True)
 def norma_frame(frame, state, scale, lut, rule, policy, feedback, out, rows):
     """One nu-NORMA frame over the rows ``rows = (start, stop)`` in one pass (``update_mask="raw"``): score, then
-    the selected pixels step (:func:`bgsub.models._frame_kernels.norma_frame` without texture features; the
-    arguments are its own, ``out = (score, mask, stepped)``)."""
+    the selected pixels step, neighbour diffusion as in :func:`bgsub.models._frame_kernels.olkn_frame`
+    (``out = (score, mask, stepped)``)."""
     frame, lut = _unref(frame), _unref(lut)
     samples, coef, ring = _unref(state[0]), _unref(state[1]), _unref(state[2])
     rho = _unref(state[3])
