@@ -45,6 +45,7 @@ from learners import _calibration, _ovr, _stream
 from learners._row_plan import RowPlan
 from learners._docs import FIT, PARTIAL_FIT, SCORE_ROWS, Y_IGNORED, Y_TARGETS, doc
 from learners._persist import PersistMixin
+from learners._arrays import jit_array, jit_arrays
 from learners._validation import check_bool, check_choice, check_int, check_real, check_width
 from learners.kernels import EMPTY_LUT, KERNELS
 
@@ -300,9 +301,9 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
                 raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
             X, y = validate_data(self, X, y, reset=reset, dtype=np.float64, order="C",
                                  y_numeric=not self._is_classifier(), ensure_all_finite=True)
-            return X, y
+            return jit_array(X), y
         X = validate_data(self, X, reset=reset, dtype=np.float64, order="C", ensure_all_finite=True)
-        return X, None
+        return jit_array(X), None
 
     def _is_classifier(self):
         return False
@@ -365,21 +366,21 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
         """``sum_j alpha_j k(x_j, x)`` for the rows of ``X`` (no offset)."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64, order="C", ensure_all_finite=True)
-        return self._raw_decision_rows(X)
+        return self._raw_decision_rows(jit_array(X))
 
     def _raw_decision_rows(self, X):
-        """:meth:`_raw_decision` on rows already validated (C-contiguous float64, 2-D)."""
+        """:meth:`_raw_decision` on rows already validated (:func:`~learners._arrays.jit_array`, 2-D)."""
         params = self._params()
         out = np.empty(X.shape[0], dtype=np.float64)
         kind, width, degree, coef0, lut = self._kernel_args(params)
-        _stream.expansion_decision(X, self._sv, self._coef, self._ring, float(self._state[_stream.SCALE]), kind,
-                                   width, degree, coef0, lut, out)
+        _stream.expansion_decision(X, *jit_arrays(self._sv, self._coef, self._ring),
+                                   float(self._state[_stream.SCALE]), kind, width, degree, coef0, lut, out)
         return out
 
     def _run_stream(self, X, y, params, f_out):
         """One jitted pass over validated rows: the loop and arguments :meth:`_stream_call` names."""
         stream, args = self._stream_call(params)
-        stream(X, _stream.NO_MEMO if y is None else y, *args, f_out, _stream.NO_MEMO, _stream.NO_MEMO)
+        stream(X, _stream.NO_MEMO if y is None else jit_array(y), *args, f_out, _stream.NO_MEMO, _stream.NO_MEMO)
 
     def _stream_call(self, params):  # pragma: no cover - abstract
         """``(loop, args)``: the stream loop of :mod:`learners._stream` and its arguments between ``X, y``
@@ -403,7 +404,8 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
         if plan is None:
             plan = False
             if self._fast_rows and hasattr(self, "_state") and (
-                    not hasattr(self, "classes_") or self.classes_.shape[0] == 2):
+                    not hasattr(self, "classes_") or self.classes_.shape[0] == 2) and all(
+                    a.flags.writeable for a in self._expansion_args()):
                 plan = RowPlan(self, self._params(), self._row_keys())
             _cache(self)["plan"] = plan
         return plan
@@ -437,13 +439,14 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
         return tuple(names) if names is not None else None
 
     def _row(self, x):
-        """One row (a dict or a 1-D array-like) as a C-contiguous float64 array of shape (1, n_features).
+        """One row (a dict or a 1-D array-like) as a :func:`~learners._arrays.jit_array` of shape
+        (1, n_features).
 
         A dict's keys fix the feature order on first sight (or follow
         ``feature_names_in_`` when ``fit`` saw a DataFrame).
         """
-        if type(x) is np.ndarray and x.ndim == 1 and x.dtype == np.float64 and \
-                x.shape[0] == self.__dict__.get("n_features_in_", -1):
+        if type(x) is np.ndarray and x.ndim == 1 and x.dtype == np.float64 and x.flags.c_contiguous and \
+                x.flags.writeable and x.shape[0] == self.__dict__.get("n_features_in_", -1):
             if not _stream.finite_row(x.reshape(1, -1)):
                 raise ValueError(f"x contains NaN or infinity: {x.tolist()[:10]}")
             return x.reshape(1, -1)
@@ -492,7 +495,7 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
             raise ValueError(f"x contains NaN or infinity: {row.tolist()[:10]}")
         if row.shape[0] == 0:
             raise ValueError("x has no features")
-        return row.reshape(1, -1)
+        return jit_array(row.reshape(1, -1))
 
     def _learn_row(self, X, y, params):
         """Learn from one validated row (``y`` encoded); starts the model on the first row."""
@@ -563,7 +566,7 @@ class StreamClassifierMixin:
     def decision_function(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64, order="C", ensure_all_finite=True)
-        return self._decision_rows(X)
+        return self._decision_rows(jit_array(X))
 
     @doc(SCORE_ROWS, summary="Class labels: the sign of ``f`` for two classes, its argmax for more.",
          returns="y : ndarray of shape (n_samples,)")
@@ -804,8 +807,9 @@ class MulticlassClassifierMixin(BinaryClassifierMixin):
         params = self._params()
         out = np.empty((X.shape[0], self.classes_.shape[0]), dtype=np.float64)
         kind, width, degree, coef0, lut = self._kernel_args(params)
-        _ovr.ovr_decision(X, self._sv, self._coef, self._ring, float(self._state[_stream.SCALE]), self._offsets,
-                          kind, width, degree, coef0, lut, out)
+        sv, coef, ring, offsets = jit_arrays(self._sv, self._coef, self._ring, self._offsets)
+        _ovr.ovr_decision(X, sv, coef, ring, float(self._state[_stream.SCALE]), offsets, kind, width, degree, coef0,
+                          lut, out)
         return out
 
     def _decision_rows(self, X):

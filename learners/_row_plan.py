@@ -15,8 +15,8 @@ model (see :mod:`learners._stream`): test-then-train evaluates the expansion onc
 An estimator builds its plan on the first single-row call after a change and drops it
 whenever a parameter or a piece of its fitted structure (arrays, classes, width,
 feature names) is set (``OnlineKernelEstimator.__setattr__``). Rows the plan does not
-take (another dtype, a strided array, unknown dict keys, NaN, an expansion that must
-grow) go through the estimator's full path, which checks them and says what is wrong.
+take (another dtype, a strided or read-only array, unknown dict keys, NaN, an expansion
+that must grow) go through the estimator's full path, which checks them and says what is wrong.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class RowPlan:
     def row(self, x):
         """``x`` as a float64 array of shape (1, n_features) when the plan takes it, else None."""
         if type(x) is np.ndarray:
-            if x.shape == self.shape and x.dtype is _F64 and x.flags.c_contiguous:
+            if x.shape == self.shape and x.dtype is _F64 and x.flags.c_contiguous and x.flags.writeable:
                 return x.reshape(1, self.n)
             return None
         if type(x) is dict and self.getter is not None and len(x) == self.n:

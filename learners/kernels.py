@@ -41,7 +41,7 @@ in general; ``1/(1 + r^a)`` is only for ``a <= 2``, i.e. ``D = 1``): the kernel
 machines accept them, but their convergence theory assumes a positive-definite
 kernel.
 
-This module imports only numpy and numba.
+This module imports only numpy, numba and :mod:`learners._arrays` (numpy alone).
 """
 
 import math
@@ -50,6 +50,8 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
+
+from learners._arrays import jit_array
 
 GAUSSIAN = 0
 LAPLACIAN = 1
@@ -249,8 +251,8 @@ def gram(X, Y=None, kernel="gaussian", width=1.0, degree=3.0, coef0=1.0, lut=Non
     ``kernel`` is a name from :data:`KERNELS` or an id.
     """
     kind = KERNELS[kernel] if isinstance(kernel, str) else int(kernel)
-    X = np.ascontiguousarray(np.atleast_2d(X))
-    Y = X if Y is None else np.ascontiguousarray(np.atleast_2d(Y))
+    X = jit_array(np.atleast_2d(X))
+    Y = X if Y is None else jit_array(np.atleast_2d(Y))
     out = np.empty((X.shape[0], Y.shape[0]), dtype=np.float64)
     fill = _gram_parallel if X.shape[0] * Y.shape[0] * X.shape[1] >= _PARALLEL_MIN_EVALUATIONS else _gram_serial
     fill(kind, X, Y, float(width), float(degree), float(coef0), EMPTY_LUT if lut is None else lut, out)

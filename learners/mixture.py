@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from learners import online_em
 from learners._docs import FIT, LEARN_ROWS, Y_IGNORED, doc
+from learners._arrays import jit_array, jit_arrays
 from learners._validation import check_choice, check_int, check_real, store_params
 
 __all__ = ["OnlineGaussianMixture", "OnlineBernoulliMixture"]
@@ -66,7 +67,7 @@ class _OnlineMixture(DensityMixin, BaseEstimator):
             self._n = params["n_components"]
         self._params = params
         loglik = np.empty(X.shape[0])
-        self._n = int(self._stream(np.ascontiguousarray(X), params, loglik))
+        self._n = int(self._stream(jit_array(X), params, loglik))
         self.n_samples_seen_ += X.shape[0]
         #: log p(x_i) of each row of the last batch under the model just before its step
         self.stream_log_likelihood_ = loglik
@@ -79,7 +80,7 @@ class _OnlineMixture(DensityMixin, BaseEstimator):
     def _score_rows(self, X):
         check_is_fitted(self, "_s0")
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        X = np.ascontiguousarray(self._check_values(X))
+        X = jit_array(self._check_values(X))
         loglik = np.empty(X.shape[0])
         resp = np.empty((X.shape[0], self._s0.shape[0]))
         self._score(X, loglik, resp)
@@ -208,9 +209,9 @@ class OnlineGaussianMixture(_OnlineMixture):
     def _score(self, X, loglik, resp):
         p = self._params
         if p["covariance"] == 0:
-            online_em.gaussian_full_score_rows(X, self._s0, self._s1, self._s2, p["reg"], loglik, resp)
+            online_em.gaussian_full_score_rows(X, *jit_arrays(self._s0, self._s1, self._s2), p["reg"], loglik, resp)
         else:
-            online_em.gaussian_score_rows(X, self._s0, *self._cache, p["covariance"] == 2, loglik, resp)
+            online_em.gaussian_score_rows(X, *jit_arrays(self._s0, *self._cache), p["covariance"] == 2, loglik, resp)
 
     def _publish(self):
         """The M step: parameters from the sufficient statistics."""
@@ -301,7 +302,7 @@ class OnlineBernoulliMixture(_OnlineMixture):
                                               params["eps"], loglik)
 
     def _score(self, X, loglik, resp):
-        online_em.bernoulli_score_rows(X, self._s0, self._s1, self._params["eps"], loglik, resp)
+        online_em.bernoulli_score_rows(X, *jit_arrays(self._s0, self._s1), self._params["eps"], loglik, resp)
 
     def _publish(self):
         self.weights_ = self._s0 / self._s0.sum()

@@ -60,6 +60,7 @@ from sklearn.utils.validation import check_is_fitted
 from learners import svmd_steps as S
 from learners._base import DEFAULT_BUDGET, OneClassMixin, OnlineKernelEstimator, StreamClassifierMixin, validate_data
 from learners._docs import LEARN_ROWS, doc, filled
+from learners._arrays import jit_array, jit_arrays
 from learners._validation import check_bool, check_choice, check_real, store_params
 from learners.taxonomy import Taxonomy
 
@@ -150,7 +151,7 @@ class _SVMDBase(OnlineKernelEstimator):
         f_out = np.empty((n, self._n_outputs()), dtype=np.float64)
         eta_out = np.empty(n, dtype=np.float64)
         self._margin_out = margin_out = np.empty(n, dtype=np.float64)
-        y_arr = np.zeros(n) if y is None else np.ascontiguousarray(y, dtype=np.float64)
+        y_arr = np.zeros(n) if y is None else jit_array(y)
         kind, width, degree, coef0, _ = self._kernel_args(params)
         args = ((self._sv, self._alpha, self._beta, self._ring, self._state, self._offset), self._kappa,
                 params["params"], kind, width, degree, coef0)
@@ -191,14 +192,15 @@ class _SVMDBase(OnlineKernelEstimator):
         """``f(x, .)`` without the offset of validated rows, shape ``(n, n_outputs)``."""
         out = np.empty((X.shape[0], self._alpha.shape[1]), dtype=np.float64)
         kind, width, degree, coef0, _ = self._kernel_args(self._params())
-        S.svmd_decision(X, self._sv, self._alpha, self._ring, self._kappa, kind, width, degree, coef0, out)
+        S.svmd_decision(X, *jit_arrays(self._sv, self._alpha, self._ring, self._kappa), kind, width, degree, coef0,
+                        out)
         return out
 
     def _raw_values(self, X):
         """``f(x, .)`` without the offset, shape ``(n, n_outputs)``."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64, order="C", ensure_all_finite=True)
-        return self._raw_rows(X)
+        return self._raw_rows(jit_array(X))
 
 
 @filled(fitted=_FITTED_DOC)
