@@ -219,8 +219,8 @@ def test_gaussian_step_batch_matches_the_transcription(cov, birth):
         for j in range(n):
             S[j], _ = ref.gaussian_step(S[j], X[:, j].tolist(), eta, cov, 0.01, birth, 2.0)
             a0, a1, a2, mu, ivar, nrm = one[j]
-            online_em.gaussian_step(X[:, j], eta, a0, a1, a2, spherical, 0.01, mu, ivar, nrm, birth, 2.0,
-                                    np.empty(K), np.empty(K))
+            online_em.gaussian_step(np.ascontiguousarray(X[:, j]), eta, a0, a1, a2, spherical, 0.01, mu, ivar, nrm,
+                                    birth, 2.0, np.empty(K), np.empty(K))
     assert (births > 0) == (birth < math.inf)
     for j in range(n):
         np.testing.assert_allclose(b0[:, j], S[j][0], rtol=1e-9)
