@@ -20,8 +20,7 @@ This module imports only numpy and numba.
 import numpy as np
 from numba import njit
 
-from learners.kernels import (GAUSSIAN, GAUSSIAN_LUT, GAUSSIAN_LUT_SCALED, int_squared_distance, kernel_value,
-                              popcount16, scaled_lut_value, texture_lut_value)
+from learners.kernels import GAUSSIAN, GAUSSIAN_LUT, int_squared_distance, kernel_value, popcount16, texture_lut_value
 
 #: Renormalise the coefficients when the global scale leaves this range.
 SCALE_MIN = 1e-10
@@ -105,53 +104,28 @@ def expansion_sum(x, sv, coef, ring, kind, width, degree, coef0, lut):
         ``coef[start] k(sv[start], x)`` when the expansion is full (the term the
         next insertion evicts), else 0.
     """
-    B = sv.shape[0]
-    start = ring[0]
-    count = ring[1]
-    total = 0.0
-    oldest = 0.0
-    if count == 0:
-        return total, oldest
     if kind == GAUSSIAN_LUT:
         return expansion_sum_lut(x, sv, coef, ring, lut)
-    if kind == GAUSSIAN_LUT_SCALED:
-        # per-pixel widths (bgsub's adapt_width): the table at d2 / width^2, inlined (through
-        # kernel_value every term would be a call: 8x slower per pixel, measured); a full buffer in
-        # storage order, its evicted term read apart, as above
-        if count == B:
-            for slot in range(B):
-                total += np.float64(coef[slot]) * scaled_lut_value(lut, int_squared_distance(x, sv[slot]), width)
-            oldest = np.float64(coef[start]) * scaled_lut_value(lut, int_squared_distance(x, sv[start]), width)
-            return total, oldest
-        for j in range(count):
-            slot = start + j
-            if slot >= B:
-                slot -= B
-            total += np.float64(coef[slot]) * scaled_lut_value(lut, int_squared_distance(x, sv[slot]), width)
-    elif kind == GAUSSIAN:
-        inv = 1.0 / (width * width)
-        d = sv.shape[1]
-        for j in range(count):
-            slot = start + j
-            if slot >= B:
-                slot -= B
+    B = sv.shape[0]
+    count = ring[1]
+    inv = 1.0 / (width * width) if kind == GAUSSIAN else 0.0
+    total = 0.0
+    oldest = 0.0
+    for j in range(count):
+        slot = ring[0] + j
+        if slot >= B:
+            slot -= B
+        if kind == GAUSSIAN:  # exp inlined (through kernel_value every term would be a call)
             d2 = 0.0
-            for c in range(d):
+            for c in range(sv.shape[1]):
                 diff = np.float64(sv[slot, c]) - np.float64(x[c])
                 d2 += diff * diff
             term = np.float64(coef[slot]) * np.exp(-d2 * inv)
-            total += term
-            if j == 0 and count == B:
-                oldest = term
-    else:
-        for j in range(count):
-            slot = start + j
-            if slot >= B:
-                slot -= B
+        else:
             term = np.float64(coef[slot]) * kernel_value(kind, sv[slot], x, width, degree, coef0, lut)
-            total += term
-            if j == 0 and count == B:
-                oldest = term
+        total += term
+        if j == 0 and count == B:
+            oldest = term
     return total, oldest
 
 

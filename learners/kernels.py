@@ -14,12 +14,6 @@ GAUSSIAN_LUT   Gaussian read from a table indexed    1
                by the integer squared distance
                (integer-valued inputs such as
                uint8 pixels)
-GAUSSIAN_LUT_  the GAUSSIAN_LUT table read at the     1
-SCALED         squared distance over ``width^2``:
-               ``exp(-||x - y||^2 / (width p)^2)``
-               for the table's width ``p``; here
-               ``width`` is a factor (a per-pixel
-               kernel width, bgsub's adapt_width)
 CAUCHY         ``1 / (1 + ||u||^(D + 1))``,          1
                ``u = (x - y) / width``, D = len(x)
 EPANECHNIKOV   ``max(0, 1 - ||u||^2)``,              1
@@ -60,14 +54,13 @@ LINEAR = 3
 GAUSSIAN_LUT = 4
 CAUCHY = 5
 EPANECHNIKOV = 6
-GAUSSIAN_LUT_SCALED = 7
 
 #: Kernel names accepted by the estimators, mapped to their ids.
 KERNELS = {"gaussian": GAUSSIAN, "laplacian": LAPLACIAN, "polynomial": POLYNOMIAL, "linear": LINEAR,
            "cauchy": CAUCHY, "epanechnikov": EPANECHNIKOV}
 
 #: Kernels with k(x, x) = 1 for every x.
-NORMALISED = (GAUSSIAN, LAPLACIAN, GAUSSIAN_LUT, CAUCHY, EPANECHNIKOV, GAUSSIAN_LUT_SCALED)
+NORMALISED = (GAUSSIAN, LAPLACIAN, GAUSSIAN_LUT, CAUCHY, EPANECHNIKOV)
 
 
 @njit(cache=True, fastmath=True, inline="always")
@@ -171,22 +164,19 @@ def kernel_value(kind, x, y, width, degree, coef0, lut):
     ----------
     kind : int
         Kernel id (GAUSSIAN, LAPLACIAN, POLYNOMIAL, LINEAR, GAUSSIAN_LUT, CAUCHY,
-        EPANECHNIKOV, GAUSSIAN_LUT_SCALED).
+        EPANECHNIKOV).
     x, y : 1-D arrays of equal length
     width : float
-        Length scale (> 0) for GAUSSIAN, LAPLACIAN, CAUCHY and EPANECHNIKOV; the factor
-        (> 0) of the table's width for GAUSSIAN_LUT_SCALED.
+        Length scale (> 0) for GAUSSIAN, LAPLACIAN, CAUCHY and EPANECHNIKOV.
     degree, coef0 : float
         POLYNOMIAL parameters.
     lut : 1-D float array
-        GAUSSIAN_LUT(_SCALED) table (see :func:`gaussian_lut`); ignored by other kernels.
+        GAUSSIAN_LUT table (see :func:`gaussian_lut`); ignored by other kernels.
     """
     if kind == GAUSSIAN:
         return math.exp(-squared_distance(x, y) / (width * width))
     if kind == GAUSSIAN_LUT:
         return lut_value(lut, int_squared_distance(x, y))
-    if kind == GAUSSIAN_LUT_SCALED:
-        return scaled_lut_value(lut, int_squared_distance(x, y), width)
     if kind == LAPLACIAN:
         return math.exp(-math.sqrt(squared_distance(x, y)) / width)
     if kind == POLYNOMIAL:
@@ -203,8 +193,7 @@ def kernel_value(kind, x, y, width, degree, coef0, lut):
 @njit(cache=True, fastmath=True)
 def self_kernel(kind, x, width, degree, coef0, lut):
     """``k(x, x)``: 1 for the normalised kernels, computed otherwise."""
-    if (kind == GAUSSIAN or kind == LAPLACIAN or kind == GAUSSIAN_LUT or kind == CAUCHY or kind == EPANECHNIKOV
-            or kind == GAUSSIAN_LUT_SCALED):
+    if kind == GAUSSIAN or kind == LAPLACIAN or kind == GAUSSIAN_LUT or kind == CAUCHY or kind == EPANECHNIKOV:
         return 1.0
     return kernel_value(kind, x, x, width, degree, coef0, lut)
 

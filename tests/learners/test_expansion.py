@@ -22,8 +22,7 @@ from learners.expansion import (
     expansion_sum_texture_until,
     needs_renormalise,
 )
-from learners.kernels import (EMPTY_LUT, GAUSSIAN, GAUSSIAN_LUT, GAUSSIAN_LUT_SCALED, LINEAR, gaussian_lut, int_squared_distance,
-                              scaled_lut_value)
+from learners.kernels import EMPTY_LUT, GAUSSIAN, GAUSSIAN_LUT, LINEAR, gaussian_lut
 
 
 def _empty(B, d=2):
@@ -132,27 +131,6 @@ def test_nearest_is_the_smallest_squared_distance_over_live_terms():
         pushed.append(v.astype(int))
         want = min(int(np.sum((p - x.astype(int)) ** 2)) for p in pushed[-B:])
         assert expansion_nearest(x, sv, ring) == want
-
-
-@pytest.mark.parametrize("count", [3, 6])  # partial and full ring
-def test_scaled_table_sum_is_the_per_term_kernel(count):
-    """GAUSSIAN_LUT_SCALED in expansion_sum: sum_j coef_j k(x, sv_j) with k = kernels.scaled_lut_value, and the
-    evicted term's share."""
-    rng = np.random.default_rng(5)
-    B = 6
-    lut = gaussian_lut(20.0, 3 * 255 ** 2)
-    sv = np.zeros((B, 3), np.uint8)
-    coef = np.zeros(B, np.float32)
-    ring = np.zeros(2, np.int64)
-    for _ in range(count + (3 if count == B else 0)):  # a full ring that wrapped
-        expansion_push(rng.integers(80, 140, 3).astype(np.uint8), float(rng.random()), sv, coef, ring)
-    x = np.array([110, 100, 120], np.uint8)
-    for factor in (0.6, 1.0, 2.5):
-        total, oldest = expansion_sum(x, sv, coef, ring, GAUSSIAN_LUT_SCALED, factor, 0.0, 0.0, lut)
-        terms = [float(coef[s]) * scaled_lut_value(lut, int_squared_distance(x, sv[s]), factor)
-                 for s in expansion_order(ring, B)]
-        assert total == pytest.approx(sum(terms), rel=1e-12)
-        assert oldest == (pytest.approx(terms[0], rel=1e-12) if count == B else 0.0)
 
 
 def _texture_ring(rng, count, B, lo, hi):

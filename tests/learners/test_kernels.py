@@ -75,11 +75,6 @@ def test_scaled_table_reads_the_gaussian_of_the_scaled_width(width):
     # factor 1 reads the table itself, bit for bit, as GAUSSIAN_LUT does
     for d2 in range(0, lut.shape[0], 37):
         assert kernels.scaled_lut_value(lut, d2, 1.0) == np.float64(lut[d2])
-    a, b = np.array([10, 200, 30], np.uint8), np.array([40, 170, 31], np.uint8)
-    d2 = int(np.sum((a.astype(int) - b) ** 2))
-    assert kernels.kernel_value(kernels.GAUSSIAN_LUT_SCALED, a, b, 1.5, 3.0, 1.0, lut) == \
-        kernels.scaled_lut_value(lut, d2, 1.5)
-    assert kernels.self_kernel(kernels.GAUSSIAN_LUT_SCALED, a, 1.5, 3.0, 1.0, lut) == 1.0
 
 
 def test_hamming_distance_counts_the_differing_bits():
