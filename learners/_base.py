@@ -66,6 +66,23 @@ _PLAN_INPUTS = frozenset({"_sv", "_coef", "_ring", "_state", "_offsets", "_calib
 _CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+def thaw_arrays(model) -> bool:
+    """Give ``model`` writable copies of its read-only arrays (and of those in its tuples and lists), which
+    learning writes into: a model whose arrays a reader froze, or that was loaded onto read-only memory.
+    Returns whether it had any."""
+    def frozen(v):
+        if isinstance(v, (tuple, list)):
+            return any(map(frozen, v))
+        return isinstance(v, np.ndarray) and not v.flags.writeable
+
+    def thawed(v):
+        return type(v)(map(thawed, v)) if isinstance(v, (tuple, list)) else v.copy() if frozen(v) else v
+
+    copies = {k: thawed(v) for k, v in vars(model).items() if frozen(v)}
+    vars(model).update(copies)
+    return bool(copies)
+
+
 def _cache(est):
     cache = _CACHES.get(est)
     if cache is None:
@@ -315,6 +332,8 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
 
     def _partial_fit(self, X, y, classes, params, return_scores=False):
         first = not hasattr(self, "_state")
+        if not first:
+            self._thaw()
         X, y = self._validate_X(X, y, reset=first)
         if first:
             self._feature_keys = None
@@ -502,7 +521,14 @@ class OnlineKernelEstimator(PersistMixin, BaseEstimator):
         if not hasattr(self, "_state"):
             self.n_features_in_ = X.shape[1]
             self._start(X, params)
+        else:
+            self._thaw()
         return self._learn(X, y, params)
+
+    def _thaw(self):
+        """:func:`thaw_arrays` of the model, before it learns (its single-row plan rebuilt after)."""
+        if thaw_arrays(self):
+            _CACHES.pop(self, None)
 
     def _require_fitted(self):
         if not hasattr(self, "_state"):

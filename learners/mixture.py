@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from learners import online_em
 from learners._docs import FIT, LEARN_ROWS, Y_IGNORED, doc
 from learners._arrays import jit_array, jit_arrays
+from learners._base import thaw_arrays
 from learners._validation import check_choice, check_int, check_real, store_params
 
 __all__ = ["OnlineGaussianMixture", "OnlineBernoulliMixture"]
@@ -55,6 +56,8 @@ class _OnlineMixture(DensityMixin, BaseEstimator):
         self
         """
         first = not hasattr(self, "_s0")
+        if not first:
+            thaw_arrays(self)  # read-only arrays (loaded onto read-only memory): learning writes into copies
         params = self._check_params()
         X = validate_data(self, X, reset=first, dtype=np.float64)
         X = self._check_values(X)

@@ -151,3 +151,19 @@ def test_odd_inputs_compile_nothing_new_and_give_the_same_results(case):
     added = {name: sorted(map(str, sigs - before[name])) for name, sigs in _signatures().items() if sigs - before[name]}
     assert not added, f"variants compiled for odd inputs: {added}"
     np.testing.assert_array_equal(X_user, X)
+
+
+@pytest.mark.parametrize("case", range(len(_fits())), ids=[name for name, _, _ in _fits()])
+def test_a_model_with_read_only_arrays_learns_as_its_writable_copy(case):
+    """Learning on a model whose fitted arrays are read-only (loaded onto read-only memory) takes writable copies
+    of them first: the same model as learning on the original, no numba error."""
+    name, fit, target = _fits()[case]
+    X, *_ = _data()
+    Xq = _data(seed=1)[0]
+    y = None if target is None else target.astype(np.float64) if name.endswith("_r") else target
+    plain = fit(X, y)
+    frozen = _frozen(plain)
+    yq = None if target is None else y[:len(Xq)]
+    want = copy.deepcopy(plain).partial_fit(Xq) if yq is None else copy.deepcopy(plain).partial_fit(Xq, yq)
+    got = frozen.partial_fit(Xq) if yq is None else frozen.partial_fit(Xq, yq)
+    np.testing.assert_array_equal(_scores(got, X), _scores(want, X))
