@@ -82,7 +82,7 @@ FEEDBACK_PARAMS = (
     ParamSpec("blink_up", float, 0.2, "rise of the blink accumulator v when the decision flips", "", 0.0, 1.0),
 )
 
-#: Texture features (olkn and norma): LBSP descriptors in a product kernel with colour
+#: Texture features (olkn): LBSP descriptors in a product kernel with colour
 #: (:mod:`bgsub.models._texture`, :func:`learners.kernels.texture_lut_value`).
 TEXTURE_PARAMS = (
     ParamSpec("texture", float, 0.0,
