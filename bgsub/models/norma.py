@@ -74,7 +74,8 @@ class NORMASubtractor(PixelKernelSubtractor):
     #: stabiliser's reference and counter.
     _STATE_LAYOUT = 4
     _TEXTURE_LAYOUT = 3
-    #: The texture features were removed (off in every default and preset; on, they lowered the dev F).
+    #: The texture features were removed: off in every default and preset; on, the dev F the same, WavingTrees
+    #: lower, at 4-13x less fps (CHANGELOG.md).
     _REMOVED_PARAMS = {**REMOVED_PARAMS, "texture": 0.0}
 
     @classmethod
