@@ -504,16 +504,13 @@ def _olkn_step(selected, x, f, f_oldest, frame, lay, nbr_mask, pix, view, lut, s
 
 
 @njit(cache=True, inline="always")
-def _norma_step(selected, x, f, frame, lay, nbr_mask, pix, view, lut, scale, rule, rho0, policy, texture):
-    """nu-NORMA step of pixel ``pix`` under ``rule = (eta, lam, nu)`` (see :func:`_olkn_step`; a term is stored
-    only when ``alpha != 0``). Returns ``(stepped, rho)``."""
-    at, x, f, _ = _step_value(selected, x, f, 0.0, frame, lay, nbr_mask, pix, view, lut, scale, policy, texture)
+def _norma_step(selected, x, f, frame, lay, nbr_mask, pix, view, lut, scale, rule, rho0, policy):
+    """nu-NORMA step of pixel ``pix`` under ``rule = (eta, lam, nu)`` (see :func:`_olkn_step`; no texture
+    features). Returns ``(stepped, rho)``."""
+    at, x, f, _ = _step_value(selected, x, f, 0.0, frame, lay, nbr_mask, pix, view, lut, scale, policy, None)
     if at < 0:
         return False, rho0
-    alpha, new_rho = _norma_novelty_update(x, f, view[0], view[1], view[2], scale, rule[0], rule[1], rule[2], rho0,
-                                           0.0)
-    if alpha != 0.0:
-        _store_texture(texture, at, pix[2], view[2], lay[2])
+    new_rho = _norma_novelty_update(x, f, view[0], view[1], view[2], scale, rule[0], rule[1], rule[2], rho0, 0.0)[1]
     return True, new_rho
 
 
@@ -637,19 +634,15 @@ def olkn_bootstrap(frame, dy, dx, state, scales, lut, rule, score, mask, feedbac
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def push_frame(frame, state, value, texture):
-    """Append ``frame[i, j]`` with stored coefficient ``value`` to every pixel's expansion; with texture
-    (``lam > 0``) the new sample keeps the value's descriptor ``tframe[i, j]`` (:func:`_store_texture`)."""
+def push_frame(frame, state, value):
+    """Append ``frame[i, j]`` with stored coefficient ``value`` to every pixel's expansion (nu-NORMA's bootstrap
+    frame by frame)."""
     samples = state[0]
     coef = state[1]
     ring = state[2]
-    H = frame.shape[0]
-    W = frame.shape[1]
-    B = samples.shape[2]
-    for i in prange(H):
-        for j in range(W):
+    for i in prange(frame.shape[0]):
+        for j in range(frame.shape[1]):
             expansion_push(frame[i, j], value, samples[i, j], coef[i, j], ring[i, j])
-            _store_texture(texture, i * W + j, i * W + j, ring[i, j], B)
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -668,28 +661,14 @@ def push_bootstrap(frame, dy, dx, state, values):
                                cf, rg)
 
 
-@njit(cache=True, inline="always")
-def _leave_in_sum(sv, cf, rg, slot, p, lut, texture):
-    """Unscaled ``f`` of pixel ``p``'s expansion at its own sample ``slot``, the sample's term included (with
-    ``texture`` on, each sample with its own descriptor)."""
-    if texture is None:
-        return expansion_sum_lut(sv[slot], sv, cf, rg, lut)[0]
-    if texture[0] > 0.0:
-        tsv = _mat(texture[2], texture[2].ctypes.data, p, sv.shape[0], sv.shape[1])
-        return expansion_sum_texture(sv[slot], tsv[slot], sv, tsv, cf, rg, texture[0], 1.0, lut)[0]
-    return expansion_sum_lut(sv[slot], sv, cf, rg, lut)[0]
-
-
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def quantile_offsets(state, scale, lut, q, shift, lo, hi, texture):
-    """Set each pixel's ``rho`` to the ``q``-quantile of its leave-one-out ``f`` over its own samples,
-    minus ``shift``, clipped to ``[lo, hi]``.
+def quantile_offsets(state, scale, lut, q):
+    """Set each pixel's ``rho`` to the ``q``-quantile of its leave-one-out ``f`` over its own samples.
 
     For every live sample ``x_k`` of a pixel, ``f(x_k)`` minus the sample's own
     term is evaluated; ``rho`` becomes the value of rank ``floor(q * count)`` of
     these, so a fraction ``q`` of the pixel's own values would score novel under
-    nu-NORMA's ``rho - f`` (``shift = 0``) or OLK_N's ``1 + rho - f`` (``shift = 1``).
-    Used by the first-frame bootstrap. ``texture`` (:func:`_sum_at`): each sample with its own descriptor.
+    nu-NORMA's ``rho - f``. Used by nu-NORMA's first-frame bootstrap.
     """
     samples = state[0]
     ring = state[2]
@@ -708,10 +687,10 @@ def quantile_offsets(state, scale, lut, q, shift, lo, hi, texture):
                 slot = rg[0] + a
                 if slot >= B:
                     slot -= B
-                total = _leave_in_sum(sv, cf, rg, slot, p, lut, texture)
+                total = expansion_sum_lut(sv[slot], sv, cf, rg, lut)[0]
                 vals[a] = scale * (total - np.float64(cf[slot]) * np.float64(lut[0]))  # leave the sample out
             v = np.sort(vals[:count])
             k = int(q * count)
             if k >= count:
                 k = count - 1
-            rho[i, j] = min(max(v[k] - shift, lo), hi)
+            rho[i, j] = v[k]

@@ -93,7 +93,7 @@ def norma_update(frame, state, scale, lut, rule, f_in, mask, policy, stepped, ro
             sv, cf, rg = _views(samples, coef, ring, lay, p)
             sel = _selected(mask[i, j] != 0, 1 if rg[1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p)
             done, new_rho = _norma_step(sel, _vec(frame, lay[4], p, lay[3]), f_in[i, j], frame, lay, mask,
-                                        (i, j, p), (sv, cf, rg), lut, scale, rule, rho[i, j], policy, None)
+                                        (i, j, p), (sv, cf, rg), lut, scale, rule, rho[i, j], policy)
             if done:
                 rho[i, j] = new_rho
                 n += 1
@@ -124,7 +124,7 @@ def norma_frame(frame, state, scale, lut, rule, policy, feedback, out, rows):
             fg = rho0 - f > 0.0  # the policy reads the pixel's own decision, without the feedback
             sel = _selected(fg, 1 if rg[1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, p)
             done, new_rho = _norma_step(sel, x, f, frame, lay, nbr_mask, (i, j, p), (sv, cf, rg), lut, scale, rule,
-                                        rho0, policy, None)
+                                        rho0, policy)
             if done:
                 rho[i, j] = new_rho
                 n += 1

@@ -124,7 +124,7 @@ class NORMASubtractor(PixelKernelSubtractor):
         # nu-NORMA's own rule adds a term only when f < rho, so from rho = 0 it would keep
         # one or two of the B values: the bootstrap stores every value with coefficient eta
         if self.params["init_rho"] == "quantile":
-            fk.push_frame(x, _state.pixel_state(self), float(self._bootstrap_coef(self.scale_)), None)
+            fk.push_frame(x, _state.pixel_state(self), float(self._bootstrap_coef(self.scale_)))
             self.n_steps_ += x.shape[0] * x.shape[1]
         else:
             super()._bootstrap_step(x, scratch)
@@ -144,8 +144,7 @@ class NORMASubtractor(PixelKernelSubtractor):
     def _bootstrap_done(self):
         # ... and sets each pixel's rho to the nu-quantile of f over its own values
         if self.params["init_rho"] == "quantile":
-            fk.quantile_offsets(_state.pixel_state(self), float(self.scale_), self.lut(), float(self.params["nu"]), 0.0,
-                                -np.inf, np.inf, None)
+            fk.quantile_offsets(_state.pixel_state(self), float(self.scale_), self.lut(), float(self.params["nu"]))
 
     def _decay(self) -> float:
         return float(norma_decay(self.params["eta"], self.params["lam"]))
