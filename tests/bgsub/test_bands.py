@@ -1,0 +1,75 @@
+"""The bands of rows the serial frame kernels run in: balanced by time, covering every row once."""
+
+import threading
+
+import numpy as np
+import pytest
+
+from bgsub.models import _bands
+
+
+def _covers(bounds, rows):
+    assert bounds[0] == 0 and bounds[-1] == rows
+    assert all(b > a for a, b in zip(bounds, bounds[1:]))  # every band at least one row
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_split_moves_rows_to_the_faster_band_until_balanced(n):
+    rows = 120
+    per_row = np.ones(rows)
+    per_row[: rows // 3] = 4.0  # the top third costs four times as much a row
+    split = _bands._Split(rows, n)
+    _covers(split.bounds, rows)
+    for _ in range(60):
+        times = [per_row[a:b].sum() for a, b in split.bands()]
+        split.update(times)
+        _covers(split.bounds, rows)
+    times = [per_row[a:b].sum() for a, b in split.bands()]
+    assert max(times) / min(times) < 1.2, times
+    equal = [per_row[rows * k // n: rows * (k + 1) // n].sum() for k in range(n)]
+    assert max(times) < 0.8 * max(equal)  # the frame's time is its slowest band's
+
+
+def test_split_keeps_a_row_per_band_and_ignores_zero_times():
+    split = _bands._Split(3, 3)
+    for _ in range(20):
+        split.update([1.0, 0.0, 1e-9])
+        _covers(split.bounds, 3)
+
+
+def test_run_bands_runs_every_row_once_and_keeps_a_split_per_thread():
+    seen = []
+    lock = threading.Lock()
+
+    def kernel(out, rows):
+        with lock:
+            seen.append(rows)
+        out[rows[0]:rows[1]] += 1
+
+    out = np.zeros(37, np.int64)
+    for _ in range(5):
+        _bands.run_bands(kernel, 37, out)
+    assert (out == 5).all()
+    n = _bands.band_count(37)
+    assert len(seen) == 5 * n
+    if n > 1:
+        assert (kernel, 37) in _bands._local.splits
+        other = {}
+
+        def elsewhere():
+            other["has"] = (kernel, 37) in getattr(_bands._local, "splits", {})
+
+        t = threading.Thread(target=elsewhere)
+        t.start()
+        t.join()
+        assert other["has"] is False
+
+
+def test_a_band_error_reaches_the_caller():
+    def kernel(rows):
+        if rows[0] > 0:
+            raise ValueError("band failed")
+
+    if _bands.band_count(10) > 1:
+        with pytest.raises(ValueError, match="band failed"):
+            _bands.run_bands(kernel, 10)
