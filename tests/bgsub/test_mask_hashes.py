@@ -149,7 +149,9 @@ def _dump(fixture: dict) -> str:
 
 
 if __name__ == "__main__":
-    sys.path.append(str(Path(__file__).resolve().parents[1]))  # conftest, after the bgsub package
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root))  # the bgsub package, not the tests' folder of that name
+    sys.path.append(str(root / "tests"))  # conftest
     from conftest import shared_data_dir
 
     if sys.argv[1:] != ["--write"]:
