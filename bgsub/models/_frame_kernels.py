@@ -567,25 +567,51 @@ def olkn_frame(frame, state, scale, lut, rule, policy, feedback, out, texture, e
         stepped[i] = n
 
 
+#: Added to the seed of the bootstrap's draws, so that they are not the update policy's (:func:`_hash24`).
+BOOTSTRAP_SALT = 104729
+
+
 @njit(cache=True, inline="always")
-def _bootstrap_source(dy, dx, b, i, j, H, W):
+def bootstrap_offset(seed, radius, b, axis, index):
+    """The offset in ``[-radius, radius]`` along ``axis`` (0: rows, 1: columns) of the neighbour whose value
+    pixel ``index`` learns at bootstrap step ``b >= 1``: a counter-based hash of ``(seed, b, axis, index)``, as
+    the update policy's draws, so that no array of draws is made and the split into bands changes nothing."""
+    h = _hash24(seed + BOOTSTRAP_SALT, 2 * b + axis, index)
+    return ((h * (2 * radius + 1)) >> 24) - radius
+
+
+@njit(cache=True, inline="always")
+def _bootstrap_source(draws, b, i, j, H, W):
     """Flat index of the value pixel ``(i, j)`` learns at bootstrap step ``b``: itself at ``b = 0``, else the
-    neighbour at offset ``(dy[b - 1, i, j], dx[b - 1, i, j])`` (replicated border)."""
+    neighbour at the offsets :func:`bootstrap_offset` draws (replicated border); ``draws = (seed, radius)``."""
+    p = i * W + j
     if b == 0:
-        return i * W + j
-    ii = min(max(i + np.int64(dy[b - 1, i, j]), 0), H - 1)
-    jj = min(max(j + np.int64(dx[b - 1, i, j]), 0), W - 1)
+        return p
+    ii = min(max(i + bootstrap_offset(draws[0], draws[1], b, 0, p), 0), H - 1)
+    jj = min(max(j + bootstrap_offset(draws[0], draws[1], b, 1, p), 0), W - 1)
     return ii * W + jj
 
 
-def bootstrap_olkn(frame, dy, dx, state, scales, lut, rule, score, mask, feedback):
+@njit(cache=True, nogil=True)
+def bootstrap_sources(draws, b, rows, cols):
+    """The rows and columns (int64 ``(H, W)``, written in place) of the values the pixels learn at bootstrap step
+    ``b``, as :func:`_bootstrap_source` (the frame-by-frame bootstrap's)."""
+    H, W = rows.shape
+    for i in range(H):
+        for j in range(W):
+            q = _bootstrap_source(draws, b, i, j, H, W)
+            rows[i, j] = q // W
+            cols[i, j] = q - (q // W) * W
+
+
+def bootstrap_olkn(frame, draws, state, scales, lut, rule, score, mask, feedback):
     """:func:`olkn_bootstrap` over bands of the frame's rows, one band per thread
     (:func:`bgsub.models._bands.run_bands`)."""
-    run_bands(olkn_bootstrap, frame.shape[0], frame, dy, dx, state, scales, lut, rule, score, mask, feedback)
+    run_bands(olkn_bootstrap, frame.shape[0], frame, draws, state, scales, lut, rule, score, mask, feedback)
 
 
 @njit(cache=True, fastmath=True, nogil=True)
-def olkn_bootstrap(frame, dy, dx, state, scales, lut, rule, score, mask, feedback, rows):
+def olkn_bootstrap(frame, draws, state, scales, lut, rule, score, mask, feedback, rows):
     """The first-frame bootstrap of olkn (``init="neighbours"``) pixel by pixel over the rows
     ``rows = (start, stop)`` (:func:`bootstrap_olkn` runs the bands in parallel): ``len(scales)`` learner
     steps of every pixel, step ``b`` on the value at :func:`_bootstrap_source` under the global scale
@@ -601,7 +627,7 @@ def olkn_bootstrap(frame, dy, dx, state, scales, lut, rule, score, mask, feedbac
     compiles it without its parallel-loop passes.
     """
     # every array as a view without a reference count (:func:`_unref`), taken out of its tuple by index, once
-    frame, dy, dx, scales, lut = _unref(frame), _unref(dy), _unref(dx), _unref(scales), _unref(lut)
+    frame, scales, lut = _unref(frame), _unref(scales), _unref(lut)
     samples, coef, ring = _unref(state[0]), _unref(state[1]), _unref(state[2])
     rho, score, mask = _unref(state[3]), _unref(score), _unref(mask)
     blink, prev, post = _unref(feedback[0]), _unref(feedback[1]), _unref(feedback[2])
@@ -619,7 +645,7 @@ def olkn_bootstrap(frame, dy, dx, state, scales, lut, rule, score, mask, feedbac
             sv, cf, rg = _views(samples, coef, ring, lay, p)
             for b in range(steps):
                 scale = scales[b]
-                x = _vec(frame, fb, _bootstrap_source(dy, dx, b, i, j, H, W), nc)
+                x = _vec(frame, fb, _bootstrap_source(draws, b, i, j, H, W), nc)
                 total, oldest = expansion_sum_lut(x, sv, cf, rg, lut)
                 f = scale * total
                 oldest = scale * oldest
@@ -646,7 +672,7 @@ def push_frame(frame, state, value):
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def push_bootstrap(frame, dy, dx, state, values):
+def push_bootstrap(frame, draws, state, values):
     """:func:`push_frame` of every bootstrap step in one pass, pixel by pixel: step ``b`` appends the value
     at :func:`_bootstrap_source` with stored coefficient ``values[b]`` (no texture)."""
     samples, coef, ring = state[0], state[1], state[2]  # (arrays by index, once: module docstring)
@@ -657,7 +683,7 @@ def push_bootstrap(frame, dy, dx, state, values):
         for j in range(W):
             sv, cf, rg = _views(samples, coef, ring, lay, i * W + j)
             for b in range(values.shape[0]):
-                expansion_push(_vec(frame, lay[4], _bootstrap_source(dy, dx, b, i, j, H, W), lay[3]), values[b], sv,
+                expansion_push(_vec(frame, lay[4], _bootstrap_source(draws, b, i, j, H, W), lay[3]), values[b], sv,
                                cf, rg)
 
 

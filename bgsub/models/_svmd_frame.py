@@ -94,7 +94,7 @@ def svmd_frame(frame, model, kappa, params, width, policy, external, out):
 
 
 @njit(cache=True, parallel=True, fastmath=False, nogil=True)
-def svmd_bootstrap(frame, dy, dx, model, kappa, params, width, steps, score, mask):
+def svmd_bootstrap(frame, draws, model, kappa, params, width, steps, score, mask):
     """The first-frame bootstrap pixel by pixel: ``steps`` SVMD steps of every pixel, step ``b`` on the value at
     :func:`bgsub.models._frame_kernels._bootstrap_source`; the same as ``steps`` calls of :func:`svmd_frame` on
     the frames of those values with every pixel selected, bit for bit (the same calls in the same order for
@@ -105,7 +105,7 @@ def svmd_bootstrap(frame, dy, dx, model, kappa, params, width, steps, score, mas
         for j in range(W):
             views = _svmd_views(model, i * W + j, B, nc)
             for b in range(steps):
-                x = _vec(frame, fb, _bootstrap_source(dy, dx, b, i, j, H, W), nc)
+                x = _vec(frame, fb, _bootstrap_source(draws, b, i, j, H, W), nc)
                 sc = _svmd_score(x, views, kappa, width, krow, f_raw, v_raw, work)
                 score[i, j] = sc
                 mask[i, j] = 255 if sc > 0.0 else 0

@@ -356,11 +356,11 @@ class PixelKernelSubtractor(StagedSubtractor):
         it runs frame by frame, :meth:`_bootstrap_step`)."""
         return False
 
-    def _bootstrap_pixelwise(self, img: np.ndarray, dy: np.ndarray, dx: np.ndarray, scales: np.ndarray,
+    def _bootstrap_pixelwise(self, img: np.ndarray, draws: tuple[int, int], scales: np.ndarray,
                              scratch: np.ndarray) -> None:
-        """Every bootstrap step in one pass, pixel by pixel: step ``b`` of pixel ``(i, j)`` on ``img`` at
-        ``(i + dy[b - 1, i, j], j + dx[b - 1, i, j])`` (clamped; ``b = 0``: its own value) under the global
-        scale ``scales[b]``; the state must end as :meth:`_bootstrap_step` on each of those frames leaves
+        """Every bootstrap step in one pass, pixel by pixel: step ``b`` of each pixel on the value of ``img`` at
+        the neighbour drawn by ``draws = (seed, radius)``
+        (:func:`bgsub.models._frame_kernels._bootstrap_source`) under the global scale ``scales[b]``; the state must end as :meth:`_bootstrap_step` on each of those frames leaves
         it (only called where :meth:`_can_bootstrap_pixelwise`)."""
         raise NotImplementedError
 

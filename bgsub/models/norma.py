@@ -132,9 +132,9 @@ class NORMASubtractor(PixelKernelSubtractor):
     def _can_bootstrap_pixelwise(self):
         return self.params["init_rho"] == "quantile"
 
-    def _bootstrap_pixelwise(self, img, dy, dx, scales, scratch):
+    def _bootstrap_pixelwise(self, img, draws, scales, scratch):
         values = np.array([self._bootstrap_coef(scale) for scale in scales])
-        fk.push_bootstrap(img, dy, dx, _state.pixel_state(self), values)
+        fk.push_bootstrap(img, draws, _state.pixel_state(self), values)
 
     def _bootstrap_coef(self, scale):
         """The stored coefficient of a bootstrap value pushed under the global scale ``scale``: ``eta`` once the

@@ -193,9 +193,9 @@ class OLKNSubtractor(PixelKernelSubtractor):
     def _can_bootstrap_pixelwise(self):
         return not self._texture_on()
 
-    def _bootstrap_pixelwise(self, img, dy, dx, scales, scratch):
+    def _bootstrap_pixelwise(self, img, draws, scales, scratch):
         p = self.params
-        fk.bootstrap_olkn(img, dy, dx, _state.pixel_state(self), scales, self.lut(), _state.olkn_rule(p), self._score,
+        fk.bootstrap_olkn(img, draws, _state.pixel_state(self), scales, self.lut(), _state.olkn_rule(p), self._score,
                           scratch, _state.feedback(self.blink_, scratch, self._blink_args()))
         self._cache_valid = False  # the bounded engine's cache was not kept: the next frame sums in full
 

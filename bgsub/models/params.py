@@ -67,7 +67,8 @@ COMMON_PARAMS = (
     ParamSpec("fill_holes", int, 0,
               "fill background holes smaller than this inside foreground blobs, after the median (0: off)",
               "pixels", 0, 100000),
-    ParamSpec("seed", int, 0, "seed of the update policy's random selection", "", 0, 2**31 - 1),
+    ParamSpec("seed", int, 0, "seed of the update policy's random selection and of the bootstrap's neighbours", "",
+              0, 2**31 - 1),
     ParamSpec("process_scale", float, 1.0,
               "model the frames at this fraction of their size (bilinear); masks, scores and the "
               "background image come back at the input's size (1: full size)", "ratio", 0.1, 1.0, live=False),

@@ -157,8 +157,8 @@ class SVMDSubtractor(PixelKernelSubtractor):
     def _can_bootstrap_pixelwise(self):
         return True
 
-    def _bootstrap_pixelwise(self, img, dy, dx, scales, scratch):
-        _svmd_frame.svmd_bootstrap(img, dy, dx, self._model(), np.eye(1), self._svmd_params(),
+    def _bootstrap_pixelwise(self, img, draws, scales, scratch):
+        _svmd_frame.svmd_bootstrap(img, draws, self._model(), np.eye(1), self._svmd_params(),
                                    float(self.params["width"]), len(scales), self._score, scratch)
 
     def _model(self):

@@ -102,3 +102,35 @@ def test_pixelwise_bootstrap_on_real_frames(highway):
     frames = [cv2.resize(cv2.imread(str(f)), (160, 120), interpolation=cv2.INTER_AREA) for f in files]
     _assert_same("olkn", frames)
     _assert_same("norma", frames)
+
+
+@pytest.mark.parametrize("radius", [1, 3, 8])
+def test_bootstrap_draws_are_uniform_neighbours_fixed_by_the_seed(radius):
+    from bgsub.models._frame_kernels import bootstrap_sources
+
+    H, W = 40, 50
+    rows, cols = np.empty((H, W), np.int64), np.empty((H, W), np.int64)
+    bootstrap_sources((0, radius), 0, rows, cols)  # step 0: the pixel itself
+    np.testing.assert_array_equal(rows, np.repeat(np.arange(H)[:, None], W, 1))
+    np.testing.assert_array_equal(cols, np.repeat(np.arange(W)[None, :], H, 0))
+    inner = (slice(radius, H - radius), slice(radius, W - radius))  # no clamping at the border
+    counts = np.zeros(2 * radius + 1)
+    draws = {}
+    for b in range(1, 20):
+        bootstrap_sources((0, radius), b, rows, cols)
+        assert rows.min() >= 0 and rows.max() < H and cols.min() >= 0 and cols.max() < W
+        dy = rows[inner] - np.arange(H)[inner[0], None]
+        dx = cols[inner] - np.arange(W)[None, inner[1]]
+        assert np.abs(dy).max() <= radius and np.abs(dx).max() <= radius
+        counts += np.bincount((dy + radius).ravel(), minlength=2 * radius + 1)
+        counts += np.bincount((dx + radius).ravel(), minlength=2 * radius + 1)
+        assert np.mean(dy == dx) < 0.5  # the two axes are drawn apart
+        draws[b] = (rows.copy(), cols.copy())
+    expected = counts.sum() / counts.size
+    assert np.abs(counts / expected - 1).max() < 0.1  # every offset about equally often
+    assert not np.array_equal(draws[1][0], draws[2][0])  # a new draw at each step
+    again = (np.empty((H, W), np.int64), np.empty((H, W), np.int64))
+    bootstrap_sources((0, radius), 5, *again)
+    np.testing.assert_array_equal(again[0], draws[5][0])  # the same seed, the same draws
+    bootstrap_sources((1, radius), 5, *again)
+    assert not np.array_equal(again[0], draws[5][0])  # another seed, other draws
