@@ -601,7 +601,7 @@ def bootstrap_sources(draws, b, rows, cols):
         for j in range(W):
             q = _bootstrap_source(draws, b, i, j, H, W)
             rows[i, j] = q // W
-            cols[i, j] = q - (q // W) * W
+            cols[i, j] = q % W
 
 
 def bootstrap_olkn(frame, draws, state, scales, lut, rule, score, mask, feedback):

@@ -359,9 +359,9 @@ class PixelKernelSubtractor(StagedSubtractor):
     def _bootstrap_pixelwise(self, img: np.ndarray, draws: tuple[int, int], scales: np.ndarray,
                              scratch: np.ndarray) -> None:
         """Every bootstrap step in one pass, pixel by pixel: step ``b`` of each pixel on the value of ``img`` at
-        the neighbour drawn by ``draws = (seed, radius)``
-        (:func:`bgsub.models._frame_kernels._bootstrap_source`) under the global scale ``scales[b]``; the state must end as :meth:`_bootstrap_step` on each of those frames leaves
-        it (only called where :meth:`_can_bootstrap_pixelwise`)."""
+        the neighbour drawn by ``draws = (seed, radius)`` (:func:`bgsub.models._frame_kernels._bootstrap_source`)
+        under the global scale ``scales[b]``; the state must end as :meth:`_bootstrap_step` on each of those frames
+        leaves it (only called where :meth:`_can_bootstrap_pixelwise`)."""
         raise NotImplementedError
 
     def _bootstrap_step(self, x: np.ndarray, scratch: np.ndarray) -> None:
