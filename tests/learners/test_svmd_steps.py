@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pytest
 
@@ -43,9 +45,11 @@ def _tree_delta_kappa():
     return delta, kappa
 
 
-def _run_both(loss, use_offset, nu, decay=0.9, kernel="gaussian", budget=None):
+def _run_both(loss, use_offset, nu, decay=0.9, kernel="gaussian", budget=None, seed=None):
     code, K = LOSSES[loss]
-    X, y = _stream(loss, K, N_STEPS, seed=hash((loss, use_offset, nu)) % 1000)
+    if seed is None:  # a seed per case, the same in every process (``hash`` of a string changes with PYTHONHASHSEED)
+        seed = zlib.crc32(repr((loss, use_offset, nu)).encode()) % 1000
+    X, y = _stream(loss, K, N_STEPS, seed=seed)
     if loss == "graph":
         delta, kappa = _tree_delta_kappa()
     else:
@@ -95,7 +99,9 @@ def test_linear_time_recursions_match_gram_matrix_transcription(loss, use_offset
 
 @pytest.mark.parametrize("loss", ["binary", "multiclass_logistic"])
 def test_single_step_variant_and_polynomial_kernel_match(loss):
-    rows, _ = _run_both(loss, False, 0.0, decay=0.0, kernel="polynomial")
+    # one fixed stream: without decay the degree-2 kernel's f overflows on a few streams (seed 262: NaN in both
+    # the reference and the step), where there is nothing to compare
+    rows, _ = _run_both(loss, False, 0.0, decay=0.0, kernel="polynomial", seed=0)
     for f_ref, f, eta_ref, eta, pi_ref, pi, *_ in rows:
         assert np.allclose(f, f_ref, rtol=1e-9, atol=1e-9)
         assert abs(eta - eta_ref) <= 1e-9 * max(1.0, eta_ref)
