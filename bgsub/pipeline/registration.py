@@ -87,7 +87,7 @@ def gradient_region(img: np.ndarray, y0: int, y1: int, x0: int, x1: int, out: np
     over ``[y0, y1) x [x0, x1)``, float32 ``(y1 - y0, x1 - x0)`` (written to ``out`` where given): the pixels
     around the region enter as in the whole image's gradient.
 
-    uint8 images: one jitted pass (:func:`_sobel_l1`, integer values, so exactly OpenCV's); float32 images:
+    uint8 images: a jitted pass (:func:`_sobel_l1`, integer values, so exactly OpenCV's); float32 images:
     OpenCV's Sobel on the region and a one-pixel ring around it (where the image has one)."""
     if out is None:
         out = np.empty((y1 - y0, x1 - x0), np.float32)
@@ -106,40 +106,34 @@ def gradient_region(img: np.ndarray, y0: int, y1: int, x0: int, x1: int, out: np
 
 @njit(cache=True, nogil=True)
 def _sobel_l1(img, y0, y1, x0, x1, out):
-    """:func:`gradient_region` of a C-contiguous uint8 image into ``out``: per row, a vectorised loop over the
-    columns that have both neighbours, then the first and last columns (replicated) where the region holds
-    them. The sums are of small integers, so float32 holds them exactly."""
+    """:func:`gradient_region` of a C-contiguous uint8 image into ``out``, separably: per row, the vertical
+    parts (``up + 2 centre + down`` and ``down - up``) over the columns the region needs, the first and last
+    replicated, then the horizontal ones. The sums are of small integers, so float32 holds them exactly."""
     H, W = img.shape
-    xs = min(max(x0, 1), x1)  # [xs, xe): the region's columns with a left and a right neighbour
-    xe = max(min(x1, W - 1), xs)
+    c0 = max(x0 - 1, 0)  # the image's columns [c0, c1) enter
+    c1 = min(x1 + 1, W)
+    n = c1 - c0
+    vs = np.empty(n + 2, np.float32)  # [k]: column c0 + k - 1, k in [1, n]; [0] and [n + 1] replicate the ends
+    vd = np.empty(n + 2, np.float32)
+    k0 = x0 - c0  # vs[k0 + j + 1] is column x0 + j
+    m = x1 - x0
     for y in range(y0, y1):
-        r0 = img[max(y - 1, 0)]
-        r1 = img[y]
-        r2 = img[min(y + 1, H - 1)]
+        r0 = img[max(y - 1, 0), c0:c1]
+        r1 = img[y, c0:c1]
+        r2 = img[min(y + 1, H - 1), c0:c1]
+        s = vs[1:n + 1]
+        d = vd[1:n + 1]
+        for j in range(n):  # indices from 0, so that the loops vectorise
+            up = np.float32(r0[j])
+            down = np.float32(r2[j])
+            s[j] = up + np.float32(2.0) * np.float32(r1[j]) + down
+            d[j] = down - up
+        vs[0], vd[0], vs[n + 1], vd[n + 1] = vs[1], vd[1], vs[n], vd[n]
+        sl = vs[k0:k0 + m + 2]
+        dl = vd[k0:k0 + m + 2]
         o = out[y - y0]
-        p0 = r0[xs - 1:xe + 1]
-        p1 = r1[xs - 1:xe + 1]
-        p2 = r2[xs - 1:xe + 1]
-        q = o[xs - x0:xe - x0]
-        for j in range(xe - xs):  # indices from 0, so that the loop vectorises
-            q[j] = _sobel_at(p0[j], p0[j + 1], p0[j + 2], p1[j], p1[j + 2], p2[j], p2[j + 1], p2[j + 2])
-        if x0 < xs:  # x = 0
-            q0 = min(1, W - 1)
-            o[0] = _sobel_at(r0[0], r0[0], r0[q0], r1[0], r1[q0], r2[0], r2[0], r2[q0])
-        if xe < x1:  # x = W - 1
-            x = W - 1
-            xm = max(x - 1, 0)
-            o[x - x0] = _sobel_at(r0[xm], r0[x], r0[x], r1[xm], r1[x], r2[xm], r2[x], r2[x])
-
-
-@njit(inline="always", nogil=True)
-def _sobel_at(a, b, c, d, f, g, h, i):
-    """``|gx| + |gy|`` of the 3x3 neighbourhood ``[[a, b, c], [d, ., f], [g, h, i]]`` (float32)."""
-    a, b, c, d = np.float32(a), np.float32(b), np.float32(c), np.float32(d)
-    f, g, h, i = np.float32(f), np.float32(g), np.float32(h), np.float32(i)
-    gx = (c - a) + np.float32(2.0) * (f - d) + (i - g)
-    gy = (g + np.float32(2.0) * h + i) - (a + np.float32(2.0) * b + c)
-    return abs(gx) + abs(gy)
+        for j in range(m):
+            o[j] = abs(sl[j + 2] - sl[j]) + abs(dl[j] + np.float32(2.0) * dl[j + 1] + dl[j + 2])
 
 
 def gradient_magnitude(grey: np.ndarray) -> np.ndarray:
