@@ -147,7 +147,13 @@ def ncc_map(img, tpl, out):
     ``(h + ry - 1, w + rx - 1)``) at every offset ``(a, b)`` of ``out`` (float64 (ry, rx)):
     ``sum tpl * img[a:a+h, b:b+w] / sqrt(sum tpl^2 * sum img[a:a+h, b:b+w]^2)`` (OpenCV's
     ``TM_CCORR_NORMED``; 0 where either is all zero)."""
-    ry, rx = out.shape
+    _ncc(img, tpl, _energy(tpl), out)
+
+
+@njit(cache=True, fastmath=True, nogil=True)
+def _energy(tpl):
+    """``sum tpl^2`` as :func:`ncc_map` adds it up (float32 rows, their float64 sum): the estimator keeps its
+    templates' energies."""
     h, w = tpl.shape
     tt = 0.0
     for y in range(h):
@@ -155,6 +161,14 @@ def ncc_map(img, tpl, out):
         for x in range(w):
             acc += tpl[y, x] * tpl[y, x]
         tt += acc
+    return tt
+
+
+@njit(cache=True, fastmath=True, nogil=True)
+def _ncc(img, tpl, tt, out):
+    """:func:`ncc_map` with the template's energy ``tt`` (:func:`_energy`) given."""
+    ry, rx = out.shape
+    h, w = tpl.shape
     # Template row by template row, every offset's row sums while the row is in cache (a row of the image
     # serves ry * rx offsets); each offset's sums add up in the order of the rows.
     s = np.zeros((ry, rx))
@@ -186,10 +200,11 @@ def _pyramid(grey: np.ndarray, levels: int) -> list[np.ndarray]:
     return out
 
 
-def _best(img: np.ndarray, tpl: np.ndarray, ry: int, rx: int) -> tuple[int, int]:
-    """``(b, a)``: the offset of :func:`ncc_map`'s maximum over ``ry x rx`` offsets (the first of equals)."""
+def _best(img: np.ndarray, tpl: np.ndarray, tt: float, ry: int, rx: int) -> tuple[int, int]:
+    """``(b, a)``: the offset of :func:`ncc_map`'s maximum over ``ry x rx`` offsets (the first of equals);
+    ``tt``: the template's :func:`_energy`."""
     res = np.empty((ry, rx))
-    ncc_map(img, tpl, res)
+    _ncc(img, tpl, tt, res)
     a, b = divmod(int(np.argmax(res)), rx)
     return b, a
 
@@ -235,7 +250,8 @@ class ShiftEstimator:
         self._last = None  # the last shift found, while it is inside the finest level's margin
         self._wait = 0  # frames left without checking it
         self._backoff = KEEP_BACKOFF  # frames without the check after the next miss
-        self._regions = []  # per level: (y0, y1, x0, x1) of the region compared, its template's gradient
+        self._regions = []  # per level: (y0, y1, x0, x1) of the region compared, its template's gradient, the
+        # template's energy (_energy)
         self._windows = []  # per level: a buffer for the frame's gradient
         if not self.usable:
             return
@@ -248,7 +264,8 @@ class ShiftEstimator:
                 y0, x0 = (h - ch) // 2, (w - cw) // 2
                 y1, x1 = y0 + ch, x0 + cw
             m = self._margin(level)
-            self._regions.append(((y0, y1, x0, x1), gradient_region(img, y0 + m, y1 - m, x0 + m, x1 - m)))
+            tpl = gradient_region(img, y0 + m, y1 - m, x0 + m, x1 - m)
+            self._regions.append(((y0, y1, x0, x1), tpl, _energy(tpl)))
             # the gradient of the frame compared with the template (refining levels: at nine shifts)
             self._windows.append(np.empty((y1 - y0 - 2 * m + 2, x1 - x0 - 2 * m + 2) if level < levels - 1
                                           else (h, w), np.float32))
@@ -261,13 +278,13 @@ class ShiftEstimator:
         (kept one pixel inside the level's margin): ``(dx, dy, ncc)``, ``ncc`` (3, 3) indexed by ``(v, u)``,
         the shift ``(dx + u - 1, dy + v - 1)``."""
         m = self._margin(level)
-        (y0, y1, x0, x1), tpl = self._regions[level]
+        (y0, y1, x0, x1), tpl, tt = self._regions[level]
         dx = min(max(dx, 1 - m), m - 1)
         dy = min(max(dy, 1 - m), m - 1)
         window = gradient_region(img, y0 + m + dy - 1, y1 - m + dy + 1, x0 + m + dx - 1, x1 - m + dx + 1,
                                  self._windows[level])
         res = np.empty((3, 3))
-        ncc_map(window, tpl, res)
+        _ncc(window, tpl, tt, res)
         return dx, dy, res
 
     def _keeps_last(self, grey: np.ndarray) -> bool:
@@ -304,9 +321,9 @@ class ShiftEstimator:
         frames = _pyramid(grey, self.levels)
         top = self.levels - 1
         m = self._margin(top)
-        (y0, y1, x0, x1), tpl = self._regions[top]
+        _, tpl, tt = self._regions[top]
         h, w = frames[top].shape
-        u, v = _best(gradient_region(frames[top], 0, h, 0, w, self._windows[top]), tpl, 2 * m + 1, 2 * m + 1)
+        u, v = _best(gradient_region(frames[top], 0, h, 0, w, self._windows[top]), tpl, tt, 2 * m + 1, 2 * m + 1)
         dx, dy = u - m, v - m
         for level in range(top - 1, -1, -1):
             # twice the coarser shift, kept one pixel inside the margin so that +-1 stays in the frame
