@@ -37,14 +37,16 @@ VARIANTS = (None, "jitter", "illumination")
 
 
 def baseline_module(rev: str, tmp: str):
-    """``bgsub/pipeline/registration.py`` at git revision ``rev``, imported as its own module."""
+    """``bgsub/pipeline/registration.py`` at git revision ``rev``, imported as its own module (compiled without
+    numba's cache)."""
     root = Path(__file__).resolve().parents[1]
     src = subprocess.run(["git", "show", f"{rev}:bgsub/pipeline/registration.py"], cwd=root, check=True,
                          capture_output=True, text=True).stdout
     path = Path(tmp) / "registration_baseline.py"
-    path.write_text(src)
+    path.write_text(src.replace("cache=True", "cache=False"))  # a temporary file: nothing to cache
     spec = importlib.util.spec_from_file_location("registration_baseline", path)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
     return mod
 
