@@ -37,6 +37,28 @@ def test_gradient_is_the_l1_norm_of_opencvs_sobel_over_any_region():
         np.testing.assert_array_equal(gradient_region(img, y0, y1, x0, x1), full[y0:y1, x0:x1])
 
 
+@pytest.mark.parametrize("H, W", [(1, 1), (1, 6), (5, 1), (2, 2), (3, 9), (24, 32)])
+def test_gradient_of_uint8_and_float32_frames_is_opencvs_up_to_every_border(H, W):
+    # uint8 frames take the jitted pass, float32 ones OpenCV's Sobel: both the whole image's gradient, its
+    # replicated border included, over any region, written into a given buffer where one is passed
+    rng = np.random.default_rng(10 * H + W)
+    img = rng.integers(0, 256, (H, W), dtype=np.uint8)
+    f = img.astype(np.float32)
+    full = (np.abs(cv2.Sobel(f, cv2.CV_32F, 1, 0, ksize=3, borderType=cv2.BORDER_REPLICATE))
+            + np.abs(cv2.Sobel(f, cv2.CV_32F, 0, 1, ksize=3, borderType=cv2.BORDER_REPLICATE)))
+    regions = [(y0, y1, x0, x1) for y0 in range(H) for y1 in range(y0 + 1, H + 1)
+               for x0 in range(W) for x1 in range(x0 + 1, W + 1)]
+    if len(regions) > 300:
+        regions = [regions[i] for i in rng.choice(len(regions), 300, replace=False)] + [(0, H, 0, W)]
+    for y0, y1, x0, x1 in regions:
+        want = full[y0:y1, x0:x1]
+        for src in (img, f):
+            np.testing.assert_array_equal(gradient_region(src, y0, y1, x0, x1), want)
+            out = np.full((y1 - y0, x1 - x0), np.nan, np.float32)
+            assert gradient_region(src, y0, y1, x0, x1, out) is out
+            np.testing.assert_array_equal(out, want)
+
+
 def test_ncc_map_is_opencvs_normalised_cross_correlation():
     rng = np.random.default_rng(3)
     img = rng.random((60, 70)).astype(np.float32)
