@@ -254,8 +254,8 @@ class ShiftEstimator:
         self._last = None  # the last shift found, while it is inside the finest level's margin
         self._wait = 0  # frames left without checking it
         self._backoff = KEEP_BACKOFF  # frames without the check after the next miss
-        self._regions = []  # per level: (y0, y1, x0, x1) of the region compared, its template's gradient, the
-        # template's energy (_energy)
+        # per level: (y0, y1, x0, x1) of the region compared, its template's gradient and that gradient's _energy
+        self._regions = []
         self._windows = []  # per level: a buffer for the frame's gradient
         if not self.usable:
             return
