@@ -20,6 +20,10 @@ cache, each offset's sums the same as offset by offset and added in the same ord
 same values bit for bit (a 1280x720 frame's refining level: 0.07 against 0.11 ms). Both run
 on one thread: shared among numba's two threads (each pixel's and each offset's sums still
 on one thread), a 1280x720 estimate took 0.86 against 0.65 ms, interleaved.
+``benchmarks/stabiliser_exactness.py`` compares every estimate with another revision's: on
+the dev sequences, plain, jittered and with illumination steps, each at its own size and
+upscaled to 1280 pixels wide (24 636 estimates), none differed from those of OpenCV's
+gradient and the offset-by-offset correlation, and an estimate took 0.53 against 1.03 ms.
 
 Frames wider than :data:`COARSE_WIDTH` are searched coarse to fine: every
 shift is tried on a pyramid level at most that wide, and each finer level only

@@ -71,6 +71,26 @@ def test_ncc_map_is_opencvs_normalised_cross_correlation():
     assert not out.any()  # a flat frame correlates with nothing
 
 
+def test_the_estimators_correlations_are_ncc_maps_of_the_frames_gradient():
+    # the estimator keeps its templates' energies and reuses gradient buffers: the values stay ncc_map's
+    ref = _texture(360, 2 * COARSE_WIDTH + 40, seed=5)
+    est = ShiftEstimator(ref, 6)
+    frame = np.ascontiguousarray(translate(_with_cars(ref, np.random.default_rng(5)), 3, -2, cv2.BORDER_REPLICATE, 0))
+    levels = [frame]
+    for _ in range(est.levels - 1):
+        levels.append(cv2.pyrDown(levels[-1]))
+    for level in range(est.levels - 1):
+        m = est._margin(level)
+        (y0, y1, x0, x1), tpl, _ = est._regions[level]
+        for dx, dy in ((0, 0), (m - 1, 1 - m), (2 * m, -2 * m)):  # the last kept inside the margin
+            cx, cy, res = est._around(level, levels[level], dx, dy)
+            assert (cx, cy) == (min(max(dx, 1 - m), m - 1), min(max(dy, 1 - m), m - 1))
+            want = np.empty((3, 3))
+            ncc_map(gradient_region(levels[level], y0 + m + cy - 1, y1 - m + cy + 1, x0 + m + cx - 1, x1 - m + cx + 1),
+                    tpl, want)
+            np.testing.assert_array_equal(res, want)
+
+
 @pytest.mark.parametrize("H, W", [(120, 160), (360, 2 * COARSE_WIDTH + 40)])  # one level; coarse to fine
 def test_recovers_every_shift_despite_moving_objects(H, W):
     rng = np.random.default_rng(1)
