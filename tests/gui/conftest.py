@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 # Before anything imports Qt: no display here, and none needed.
@@ -70,6 +71,42 @@ def settings(tmp_path):
     from PySide6.QtCore import QSettings
 
     return QSettings(str(tmp_path / "bgsub-gui.ini"), QSettings.Format.IniFormat)
+
+
+@contextmanager
+def heard_signal(qtbot, signal, timeout: int = 30000):
+    """``with heard_signal(qtbot, signal) as heard: ...`` waits after the block until ``signal`` was emitted
+    (``timeout`` milliseconds at most, else it fails) and gives its arguments as ``heard.args``.
+
+    For the worker thread's signals, instead of ``qtbot.waitSignal``: pytest-qt's blocker is not a QObject, so
+    it hears a signal in the thread that emits it, and a worker that emits between the blocker's last check and
+    its event loop's start quits the loop before it runs; the loop then waits forever (it hung a test run).
+    Here a QObject of the GUI thread records the emission, queued, and ``qtbot.waitUntil`` polls for it.
+    """
+    from PySide6.QtCore import QObject
+
+    class Heard(QObject):
+        def __init__(self) -> None:
+            super().__init__()
+            self.args: list | None = None
+
+        def record(self, *args) -> None:
+            if self.args is None:
+                self.args = list(args)
+
+    heard = Heard()
+    signal.connect(heard.record)
+    try:
+        yield heard
+        qtbot.waitUntil(lambda: heard.args is not None, timeout=timeout)
+    finally:
+        signal.disconnect(heard.record)
+
+
+@pytest.fixture
+def hear(qtbot):
+    """:func:`heard_signal` with the test's ``qtbot``: ``with hear(worker.error) as heard: ...``."""
+    return lambda signal, timeout=30000: heard_signal(qtbot, signal, timeout)
 
 
 @pytest.fixture

@@ -61,32 +61,32 @@ def test_closing_returns_within_3_s_while_a_read_blocks_forever(qtbot, settings,
             pytest.fail("the worker thread did not end after the read returned")
 
 
-def test_save_and_load_model_from_the_window(qtbot, make_window, tiny_sequence, tmp_path):
+def test_save_and_load_model_from_the_window(qtbot, make_window, tiny_sequence, tmp_path, hear):
     from tests.gui.test_main_window import open_and_wait, play_frames
 
     window = make_window("olkn")
     open_and_wait(qtbot, window, tiny_sequence)
     play_frames(qtbot, window, 5)
     path = tmp_path / "model.npz"
-    with qtbot.waitSignal(window.controller.worker.info, timeout=TIMEOUT_MS):
+    with hear(window.controller.worker.info, timeout=TIMEOUT_MS):
         window.save_model(path)
     saved = bgsub.load(path)
     assert saved.n_frames_ == 5 and saved.frame_shape_ == (48, 64)
     window.set_algorithm("norma")
     qtbot.waitUntil(lambda: window.algo == "norma", timeout=TIMEOUT_MS)
-    with qtbot.waitSignal(window.controller.worker.modelLoaded, timeout=TIMEOUT_MS):
+    with hear(window.controller.worker.modelLoaded, timeout=TIMEOUT_MS):
         window.load_model(path)
     qtbot.waitUntil(lambda: window.algo == "olkn", timeout=TIMEOUT_MS)
     assert window.controls.algo_combo.currentText() == "olkn"
     assert window.params == saved.get_params()
 
 
-def test_saving_an_opencv_model_says_why_not(qtbot, make_window, tmp_path):
+def test_saving_an_opencv_model_says_why_not(qtbot, make_window, tmp_path, hear):
     window = make_window("knn")
-    with qtbot.waitSignal(window.controller.worker.error, timeout=TIMEOUT_MS) as blocker:
+    with hear(window.controller.worker.error, timeout=TIMEOUT_MS) as blocker:
         window.save_model(tmp_path / "m.npz")
     assert "cannot be saved" in blocker.args[0] and not (tmp_path / "m.npz").exists()
-    with qtbot.waitSignal(window.controller.worker.error, timeout=TIMEOUT_MS) as blocker:
+    with hear(window.controller.worker.error, timeout=TIMEOUT_MS) as blocker:
         window.load_model(tmp_path / "missing.npz")
     assert "does not exist" in blocker.args[0]
     assert window.state in (PlayState.IDLE, PlayState.PAUSED)

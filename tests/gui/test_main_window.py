@@ -12,6 +12,7 @@ from PySide6.QtGui import QDropEvent
 from bgsub import registry
 from bgsub.sources import list_cameras
 from bgsub_gui.worker import PlayState
+from tests.gui.conftest import heard_signal
 
 TIMEOUT_MS = 30000
 
@@ -30,7 +31,7 @@ def open_and_wait(qtbot, window, spec) -> None:
 def play_frames(qtbot, window, n: int) -> None:
     """Play until ``n`` frames are processed and the last one is drawn."""
     window.controller.set_frame_limit(n)
-    with qtbot.waitSignal(window.controller.worker.frameLimitReached, timeout=TIMEOUT_MS):
+    with heard_signal(qtbot, window.controller.worker.frameLimitReached, timeout=TIMEOUT_MS):
         window.play()
     qtbot.waitUntil(lambda: window.last_result is not None and window.last_result.processed == n,
                     timeout=TIMEOUT_MS)
@@ -63,13 +64,13 @@ def test_processing_frames_draws_roc_with_auc(qtbot, make_window, tiny_sequence)
     assert window.views.score_item.image.shape == (48, 64)
 
 
-def test_parameter_needing_reset_rebuilds_the_subtractor(qtbot, make_window, tiny_sequence):
+def test_parameter_needing_reset_rebuilds_the_subtractor(qtbot, make_window, tiny_sequence, hear):
     window = make_window("knn")
     open_and_wait(qtbot, window, tiny_sequence)
     play_frames(qtbot, window, 5)
     old = window.controller.session.subtractor
     spin = window.controls.params.widget("history")
-    with qtbot.waitSignal(window.controller.worker.paramChanged, timeout=TIMEOUT_MS) as blocker:
+    with hear(window.controller.worker.paramChanged, timeout=TIMEOUT_MS) as blocker:
         spin.setValue(40)
     change = blocker.args[0]
     assert change.name == "history" and change.value == 40 and change.live is False
@@ -90,7 +91,7 @@ def _live_param():
 
 
 @pytest.mark.skipif(_live_param() is None, reason="no registered algorithm has a live numeric parameter")
-def test_live_parameter_reaches_the_running_subtractor(qtbot, make_window, tiny_sequence):
+def test_live_parameter_reaches_the_running_subtractor(qtbot, make_window, tiny_sequence, hear):
     algo, spec = _live_param()
     window = make_window(algo)
     open_and_wait(qtbot, window, tiny_sequence)
@@ -100,7 +101,7 @@ def test_live_parameter_reaches_the_running_subtractor(qtbot, make_window, tiny_
     hi = spec.high if spec.high is not None else spec.default + 1
     new = spec.type((spec.default + hi) / 2 if spec.default < hi else (spec.default + lo) / 2)
     assert new != spec.default
-    with qtbot.waitSignal(window.controller.worker.paramChanged, timeout=TIMEOUT_MS) as blocker:
+    with hear(window.controller.worker.paramChanged, timeout=TIMEOUT_MS) as blocker:
         window.controls.params.widget(spec.name).setValue(new)
     change = blocker.args[0]
     assert change.live is True
@@ -112,11 +113,11 @@ def test_live_parameter_reaches_the_running_subtractor(qtbot, make_window, tiny_
     assert seen == pytest.approx(new)
 
 
-def test_zero_byte_video_shows_an_error_without_crashing(qtbot, make_window, tmp_path):
+def test_zero_byte_video_shows_an_error_without_crashing(qtbot, make_window, tmp_path, hear):
     bad = tmp_path / "broken.mp4"
     bad.write_bytes(b"")
     window = make_window("knn")
-    with qtbot.waitSignal(window.controller.worker.error, timeout=TIMEOUT_MS):
+    with hear(window.controller.worker.error, timeout=TIMEOUT_MS):
         window.open_source(bad)
     qtbot.waitUntil(window.error_banner.isVisible, timeout=TIMEOUT_MS)
     assert "broken.mp4" in window.error_banner.text()
@@ -127,11 +128,11 @@ def test_zero_byte_video_shows_an_error_without_crashing(qtbot, make_window, tmp
     assert window.controller.thread.isRunning()
 
 
-def test_bad_folder_shows_an_error_then_a_good_source_clears_it(qtbot, make_window, tmp_path, tiny_sequence):
+def test_bad_folder_shows_an_error_then_a_good_source_clears_it(qtbot, make_window, tmp_path, tiny_sequence, hear):
     empty = tmp_path / "nothing here"
     empty.mkdir()
     window = make_window("knn")
-    with qtbot.waitSignal(window.controller.worker.error, timeout=TIMEOUT_MS):
+    with hear(window.controller.worker.error, timeout=TIMEOUT_MS):
         window.open_source(empty)
     qtbot.waitUntil(window.error_banner.isVisible, timeout=TIMEOUT_MS)
     assert "holds no images" in window.error_banner.text()
@@ -152,11 +153,11 @@ def test_closing_stops_the_worker_thread_while_playing(qtbot, make_window, tiny_
     assert window.controller.session.source is None  # the source was closed too
 
 
-def test_switching_algorithm_rebuilds_the_parameter_form(qtbot, make_window, tiny_sequence):
+def test_switching_algorithm_rebuilds_the_parameter_form(qtbot, make_window, tiny_sequence, hear):
     window = make_window("knn")
     open_and_wait(qtbot, window, tiny_sequence)
     window.controls.threshold_spin.setValue(0.5)
-    with qtbot.waitSignal(window.controller.worker.modelReset, timeout=TIMEOUT_MS):
+    with hear(window.controller.worker.modelReset, timeout=TIMEOUT_MS):
         window.controls.algo_combo.setCurrentText("mog2")
     assert window.controller.session.algo == "mog2"
     qtbot.waitUntil(lambda: window.controller.session.threshold == 0.0, timeout=TIMEOUT_MS)
