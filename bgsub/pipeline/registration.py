@@ -262,7 +262,8 @@ class ShiftEstimator:
         self._backoff = KEEP_BACKOFF  # frames without the check after the next miss
         # per level: (y0, y1, x0, x1) of the region compared, its template's gradient and that gradient's _energy
         self._regions = []
-        self._windows = []  # per level: a buffer for the frame's gradient
+        self._windows = []  # per level: a buffer for the frame's gradient at the nine shifts around one
+        self._top = None  # a buffer for the coarsest level's whole gradient (the search's first step)
         if not self.usable:
             return
         for level, img in enumerate(_pyramid(np.ascontiguousarray(reference), levels)):
@@ -276,9 +277,8 @@ class ShiftEstimator:
             m = self._margin(level)
             tpl = gradient_region(img, y0 + m, y1 - m, x0 + m, x1 - m)
             self._regions.append(((y0, y1, x0, x1), tpl, _energy(tpl)))
-            # the gradient of the frame compared with the template (refining levels: at nine shifts)
-            self._windows.append(np.empty((y1 - y0 - 2 * m + 2, x1 - x0 - 2 * m + 2) if level < levels - 1
-                                          else (h, w), np.float32))
+            self._windows.append(np.empty((y1 - y0 - 2 * m + 2, x1 - x0 - 2 * m + 2), np.float32))
+        self._top = np.empty((h, w), np.float32)
 
     def _margin(self, level: int) -> int:
         return math.ceil(self.max_shift / 2 ** level)
@@ -333,7 +333,7 @@ class ShiftEstimator:
         m = self._margin(top)
         _, tpl, tt = self._regions[top]
         h, w = frames[top].shape
-        u, v = _best(gradient_region(frames[top], 0, h, 0, w, self._windows[top]), tpl, tt, 2 * m + 1, 2 * m + 1)
+        u, v = _best(gradient_region(frames[top], 0, h, 0, w, self._top), tpl, tt, 2 * m + 1, 2 * m + 1)
         dx, dy = u - m, v - m
         for level in range(top - 1, -1, -1):
             # twice the coarser shift, kept one pixel inside the margin so that +-1 stays in the frame

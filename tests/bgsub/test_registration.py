@@ -71,15 +71,19 @@ def test_ncc_map_is_opencvs_normalised_cross_correlation():
     assert not out.any()  # a flat frame correlates with nothing
 
 
-def test_the_estimators_correlations_are_ncc_maps_of_the_frames_gradient():
-    # the estimator keeps its templates' energies and reuses gradient buffers: the values stay ncc_map's
-    ref = _texture(360, 2 * COARSE_WIDTH + 40, seed=5)
+@pytest.mark.parametrize("H, W", [(120, 160), (360, 2 * COARSE_WIDTH + 40)])  # one level; coarse to fine
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_the_estimators_correlations_are_ncc_maps_of_the_frames_gradient(H, W, dtype):
+    # the estimator keeps its templates' energies and reuses gradient buffers: the values stay ncc_map's, at
+    # every level (the coarsest one's nine shifts are the check of the last shift)
+    ref = _texture(H, W, seed=5).astype(dtype)
     est = ShiftEstimator(ref, 6)
     frame = np.ascontiguousarray(translate(_with_cars(ref, np.random.default_rng(5)), 3, -2, cv2.BORDER_REPLICATE, 0))
     levels = [frame]
     for _ in range(est.levels - 1):
         levels.append(cv2.pyrDown(levels[-1]))
-    for level in range(est.levels - 1):
+    assert est.estimate(frame) == est.estimate(frame)  # the search, then the check of the shift it found
+    for level in range(est.levels):
         m = est._margin(level)
         (y0, y1, x0, x1), tpl, _ = est._regions[level]
         for dx, dy in ((0, 0), (m - 1, 1 - m), (2 * m, -2 * m)):  # the last kept inside the margin
