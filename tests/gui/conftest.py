@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -106,7 +107,7 @@ def heard_signal(qtbot, signal, timeout: int = 30000):
 @pytest.fixture
 def hear(qtbot):
     """:func:`heard_signal` with the test's ``qtbot``: ``with hear(worker.error) as heard: ...``."""
-    return lambda signal, timeout=30000: heard_signal(qtbot, signal, timeout)
+    return functools.partial(heard_signal, qtbot)
 
 
 @pytest.fixture
