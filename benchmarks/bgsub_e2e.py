@@ -8,10 +8,12 @@ back on the same file:
   subprocess; its own "fps overall" line is the figure, so start-up and numba's
   cache loading are not counted);
 - the plain loop: ``cv2.VideoCapture.read`` -> ``KNN.apply`` -> ``cv2.imwrite``
-  of ``bin%06d.png`` (PNG compression 1, as ``bgsub run`` writes), one thread.
+  of ``bin%06d.png`` at PNG compression 1, one thread;
+- the same loop writing its PNGs as ``bgsub run`` does
+  (:data:`bgsub.writers.MASK_PNG_PARAMS`: no row filter, run-length deflate).
 
-The ratio of each algorithm to the plain loop is taken per round (the same
-machine load) and its median printed. ``--threads`` adds, per algorithm, the
+The ratios of each pipeline to the two plain loops are taken per round (the
+same machine load) and their medians printed. ``--threads`` adds, per algorithm, the
 same pipeline in this process with its reader and writer threads on and off
 (``Pipeline.run(threads=...)``), to show what the overlap buys. Usage::
 
@@ -35,6 +37,7 @@ from pathlib import Path
 import cv2
 
 from bgsub.commands.bench import load_frames
+from bgsub.writers import MASK_PNG_PARAMS
 
 
 def make_video(path: Path, n: int, size=(1920, 1080)) -> None:
@@ -48,11 +51,10 @@ def make_video(path: Path, n: int, size=(1920, 1080)) -> None:
     print(f"{path}: {n} frames of {origin} at {size[0]}x{size[1]}", file=sys.stderr)
 
 
-def plain_knn(video: Path, out: Path) -> float:
-    """fps of the plain OpenCV loop: decode, KNN, write each mask as a PNG."""
+def plain_knn(video: Path, out: Path, params: list[int]) -> float:
+    """fps of the plain OpenCV loop: decode, KNN, write each mask as a PNG with ``params``."""
     out.mkdir(parents=True, exist_ok=True)
     knn = cv2.createBackgroundSubtractorKNN()
-    params = [cv2.IMWRITE_PNG_COMPRESSION, 1]
     cap = cv2.VideoCapture(str(video))
     n = 0
     t0 = time.perf_counter()
@@ -107,11 +109,13 @@ def main() -> None:
         a.video = a.make
     algos = a.algo or ["olkn"]
     extra = [x for s in a.set for x in ("--set", s)] + (["--preset", a.preset] if a.preset else [])
-    fps = {k: [] for k in [*algos, "plain KNN loop"]}
+    plain = {"plain KNN loop": [cv2.IMWRITE_PNG_COMPRESSION, 1], "plain, bgsub's PNG": MASK_PNG_PARAMS}
+    fps = {k: [] for k in [*algos, *plain]}
     tmp = Path(tempfile.mkdtemp(prefix="bgsub-e2e-"))
     try:
         for r in range(a.rounds):
-            fps["plain KNN loop"].append(plain_knn(a.video, tmp / "knn"))
+            for key, params in (plain.items() if r % 2 == 0 else reversed(plain.items())):
+                fps[key].append(plain_knn(a.video, tmp / "knn", params))
             for algo in algos:
                 fps[algo].append(bgsub_run(a.video, tmp / algo, algo, extra))
                 if a.threads:
@@ -122,10 +126,10 @@ def main() -> None:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"{a.video} ({a.rounds} interleaved rounds; load {os.getloadavg()[0]:.1f})")
-    print(f"{'pipeline':<16} {'fps':>7} {'x plain KNN':>12}")
+    print(f"{'pipeline':<22} {'fps':>7} {'x plain KNN':>12} {'x plain, same PNG':>18}")
     for k, v in fps.items():
-        ratio = statistics.median(x / y for x, y in zip(v, fps["plain KNN loop"]))
-        print(f"{k:<16} {statistics.median(v):>7.2f} {ratio:>12.2f}")
+        ratios = [statistics.median(x / y for x, y in zip(v, fps[p])) for p in plain]
+        print(f"{k:<22} {statistics.median(v):>7.2f} {ratios[0]:>12.2f} {ratios[1]:>18.2f}")
 
 
 if __name__ == "__main__":

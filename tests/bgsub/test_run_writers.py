@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import zlib
 
 import cv2
 import numpy as np
@@ -31,6 +32,45 @@ def test_mask_writer_numbers_like_cdnet_and_accepts_bool(tmp_path):
     with pytest.raises(ValueError, match=r"\(H, W\)"):
         w.write(2, np.zeros((4, 5, 3), np.uint8))
     assert sorted(p.name for p in (tmp_path / "m").iterdir()) == ["bin000001.png", "bin000012.png"]
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (24, 32), (121, 163)])
+def test_masks_read_back_as_written_8_bit_greyscale_pngs(tmp_path, shape):
+    # every mask pixel value (not only 0/255) survives the fast encoding, read back by OpenCV and by a plain
+    # zlib decode of the PNG's data (8-bit greyscale, no row filter needed to read it)
+    rng = np.random.default_rng(sum(shape))
+    w = MaskWriter(tmp_path)
+    masks = [np.zeros(shape, np.uint8), np.full(shape, 255, np.uint8),
+             np.where(rng.random(shape) < 0.3, 255, 0).astype(np.uint8),
+             rng.integers(0, 256, shape, dtype=np.uint8)]
+    for n, mask in enumerate(masks, 1):
+        path = w.write(n, mask)
+        assert np.array_equal(cv2.imread(str(path), cv2.IMREAD_UNCHANGED), mask)
+        data = path.read_bytes()
+        chunks, pos = {}, 8
+        while pos < len(data):
+            size = int.from_bytes(data[pos:pos + 4], "big")
+            chunks[data[pos + 4:pos + 8]] = chunks.get(data[pos + 4:pos + 8], b"") + data[pos + 8:pos + 8 + size]
+            pos += 12 + size
+        assert chunks[b"IHDR"][8:10] == bytes([8, 0])  # bit depth 8, greyscale
+        rows = np.frombuffer(zlib.decompress(chunks[b"IDAT"]), np.uint8).reshape(shape[0], shape[1] + 1)
+        assert np.array_equal(_unfiltered(rows), mask)
+
+
+def _unfiltered(rows):
+    """The pixels of PNG rows (a filter byte, then the row) of 8-bit greyscale, filters None/Sub/Up undone."""
+    out = np.zeros((rows.shape[0], rows.shape[1] - 1), np.uint8)
+    for i, row in enumerate(rows):
+        kind, line = row[0], row[1:].astype(np.int64)
+        above = out[i - 1].astype(np.int64) if i else np.zeros_like(line)
+        if kind == 1:
+            line = np.cumsum(line) % 256
+        elif kind == 2:
+            line = (line + above) % 256
+        else:
+            assert kind == 0, f"row filter {kind}"
+        out[i] = line
+    return out
 
 
 def test_json_is_atomic_and_has_no_nan(tmp_path):
