@@ -4,8 +4,8 @@ The frame kernels that take most of a first run's compile time (olkn's bounded f
 serial ``nogil`` functions over the rows ``[start, stop)`` of a band: numba compiles a serial loop in a
 fraction of the time its parallel-loop (``prange``) passes take. :func:`run_bands` splits the frame's rows
 into as many bands as numba's thread count (:func:`numba.get_num_threads`, which ``bgsub bench``
-and the CLI's ``--threads`` set), runs the first band in the calling thread and the others on the pool,
-and returns when every band is done. The kernels' results do not depend on the split: every pixel
+and the CLI's ``--threads`` set), fewer on small frames (:data:`MIN_BAND_PIXELS`), runs the first band in the
+calling thread and the others on the pool, and returns when every band is done. The kernels' results do not depend on the split: every pixel
 writes only its own state and outputs (row-indexed outputs by row), and its random draws are hashes of
 ``(seed, frame, pixel)``.
 
@@ -105,17 +105,27 @@ def _timed(kernel, args, rows, seconds, k):
     seconds[k] = time.perf_counter() - start
 
 
-def band_count(rows: int) -> int:
-    """How many bands a frame of ``rows`` rows runs in: numba's thread count in the calling thread (at most one
-    band a row)."""
-    return max(1, min(numba.get_num_threads(), rows))
+#: The fewest pixels a band is given: a frame of fewer than twice as many runs in the calling thread alone.
+#: Handing a band to the pool's thread and waiting for it costs 0.2-0.3 ms a call on the 2-core development
+#: machine, more than the second thread saves on small frames: olkn's ``apply`` took 1.47x as long with two
+#: bands as with one at 80x60, 1.18x at 120x90 and 0.90x at 160x120; norma's 1.79x, 1.36x and 1.10x;
+#: olkn's ``fast`` preset (its model 1/16 of the frame) 1.41x at 320x240 (docs/performance.md).
+MIN_BAND_PIXELS = 8192
 
 
-def run_bands(kernel, rows: int, *args) -> None:
-    """``kernel(*args, (start, stop))`` for bands of ``range(rows)`` balanced by their measured time (see the
-    module docstring), in parallel (:func:`band_count` threads: the calling thread runs the first band);
+def band_count(rows: int, pixels: int) -> int:
+    """How many bands a frame of ``rows`` rows and ``pixels`` pixels runs in: numba's thread count in the
+    calling thread, at most one band a row and one band per :data:`MIN_BAND_PIXELS` pixels."""
+    return max(1, min(numba.get_num_threads(), rows, pixels // MIN_BAND_PIXELS))
+
+
+def run_bands(kernel, frame: np.ndarray, *args) -> None:
+    """``kernel(frame, *args, (start, stop))`` for bands of the rows of ``frame`` balanced by their measured time
+    (see the module docstring), in parallel (:func:`band_count` threads: the calling thread runs the first band);
     returns once all have, re-raising a band's error."""
-    n = band_count(rows)
+    rows = frame.shape[0]
+    n = band_count(rows, rows * frame.shape[1])
+    args = (frame, *args)
     if n == 1:
         kernel(*args, (0, rows))
         return

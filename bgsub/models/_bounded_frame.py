@@ -224,7 +224,7 @@ def _tag(flag, selected, lo, hi, a_hi, a_lo, p_diff, radius, diffusion_draw):
 def frame_bounded(frame, state, scale, lut, rule, policy, feedback, out, cache):
     """One bounded OLK_N frame: :func:`olkn_frame_bounded` over bands of the frame's rows, one band per thread
     (:func:`bgsub.models._bands.run_bands`)."""
-    run_bands(olkn_frame_bounded, frame.shape[0], frame, state, scale, lut, rule, policy, feedback, out, cache)
+    run_bands(olkn_frame_bounded, frame, state, scale, lut, rule, policy, feedback, out, cache)
 
 
 @njit(cache=True, fastmath=True, nogil=True)

@@ -607,7 +607,7 @@ def bootstrap_sources(draws, b, rows, cols):
 def bootstrap_olkn(frame, draws, state, scales, lut, rule, score, mask, feedback):
     """:func:`olkn_bootstrap` over bands of the frame's rows, one band per thread
     (:func:`bgsub.models._bands.run_bands`)."""
-    run_bands(olkn_bootstrap, frame.shape[0], frame, draws, state, scales, lut, rule, score, mask, feedback)
+    run_bands(olkn_bootstrap, frame, draws, state, scales, lut, rule, score, mask, feedback)
 
 
 @njit(cache=True, fastmath=True, nogil=True)

@@ -35,17 +35,17 @@ __all__ = ["score", "update", "frame"]
 
 def score(frame, state, scale, lut, out, feedback):
     """:func:`norma_score` over bands of the frame's rows, one band per thread."""
-    run_bands(norma_score, frame.shape[0], frame, state, scale, lut, out, feedback)
+    run_bands(norma_score, frame, state, scale, lut, out, feedback)
 
 
 def update(frame, state, scale, lut, rule, f_in, mask, policy, stepped):
     """:func:`norma_update` over bands of the frame's rows, one band per thread."""
-    run_bands(norma_update, frame.shape[0], frame, state, scale, lut, rule, f_in, mask, policy, stepped)
+    run_bands(norma_update, frame, state, scale, lut, rule, f_in, mask, policy, stepped)
 
 
 def frame(frame, state, scale, lut, rule, policy, feedback, out):
     """:func:`norma_frame` over bands of the frame's rows, one band per thread."""
-    run_bands(norma_frame, frame.shape[0], frame, state, scale, lut, rule, policy, feedback, out)
+    run_bands(norma_frame, frame, state, scale, lut, rule, policy, feedback, out)
 
 
 @njit(cache=True, fastmath=True, nogil=True)

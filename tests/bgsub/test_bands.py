@@ -2,6 +2,7 @@
 
 import threading
 
+import numba
 import numpy as np
 import pytest
 
@@ -41,16 +42,18 @@ def test_run_bands_runs_every_row_once_and_keeps_a_split_per_thread():
     seen = []
     lock = threading.Lock()
 
-    def kernel(out, rows):
+    def kernel(frame, out, rows):
         with lock:
             seen.append(rows)
         out[rows[0]:rows[1]] += 1
 
+    frame = np.zeros((37, 2 * _bands.MIN_BAND_PIXELS // 37 + 1), np.uint8)  # enough pixels for two bands
     out = np.zeros(37, np.int64)
     for _ in range(5):
-        _bands.run_bands(kernel, 37, out)
+        _bands.run_bands(kernel, frame, out)
     assert (out == 5).all()
-    n = _bands.band_count(37)
+    n = _bands.band_count(37, frame.size)
+    assert n == min(2, numba.get_num_threads())
     assert len(seen) == 5 * n
     if n > 1:
         assert (kernel, 37) in _bands._local.splits
@@ -65,11 +68,32 @@ def test_run_bands_runs_every_row_once_and_keeps_a_split_per_thread():
         assert other["has"] is False
 
 
+@pytest.mark.parametrize("shape", [(1, 1), (24, 32), (90, 120), (120, 136)])
+def test_small_frames_run_in_the_calling_thread_alone(shape):
+    threads = []
+
+    def kernel(frame, rows):
+        threads.append((threading.get_ident(), rows))
+
+    _bands.run_bands(kernel, np.zeros(shape, np.uint8))
+    assert threads == [(threading.get_ident(), (0, shape[0]))]
+    assert _bands.band_count(shape[0], shape[0] * shape[1]) == 1
+
+
+def test_bands_per_frame_size():
+    t = numba.get_num_threads()
+    assert _bands.band_count(100, 2 * _bands.MIN_BAND_PIXELS - 1) == 1
+    assert _bands.band_count(100, 2 * _bands.MIN_BAND_PIXELS) == min(t, 2)
+    assert _bands.band_count(100, 100 * _bands.MIN_BAND_PIXELS) == min(t, 100)
+    assert _bands.band_count(3, 100 * _bands.MIN_BAND_PIXELS) == min(t, 3)  # at most a band a row
+
+
 def test_a_band_error_reaches_the_caller():
-    def kernel(rows):
+    def kernel(frame, rows):
         if rows[0] > 0:
             raise ValueError("band failed")
 
-    if _bands.band_count(10) > 1:
+    frame = np.zeros((10, _bands.MIN_BAND_PIXELS), np.uint8)
+    if _bands.band_count(10, frame.size) > 1:
         with pytest.raises(ValueError, match="band failed"):
-            _bands.run_bands(kernel, 10)
+            _bands.run_bands(kernel, frame)
