@@ -1,19 +1,22 @@
-"""Run a serial frame kernel over bands of rows, one band per thread, on a small persistent thread pool.
+"""Run a serial frame kernel over bands of rows, one band per thread, on persistent helper threads.
 
 The frame kernels that take most of a first run's compile time (olkn's bounded frame and bootstrap) are
 serial ``nogil`` functions over the rows ``[start, stop)`` of a band: numba compiles a serial loop in a
 fraction of the time its parallel-loop (``prange``) passes take. :func:`run_bands` splits the frame's rows
 into as many bands as numba's thread count (:func:`numba.get_num_threads`, which ``bgsub bench``
 and the CLI's ``--threads`` set), fewer on small frames (:data:`MIN_BAND_PIXELS`), runs the first band in the
-calling thread and the others on the pool, and returns when every band is done. The kernels' results do not depend on the split: every pixel
-writes only its own state and outputs (row-indexed outputs by row), and its random draws are hashes of
-``(seed, frame, pixel)``.
+calling thread and the others on that thread's helper threads (:class:`_Helper`), and returns when every band is
+done. The kernels' results do not depend on the split: every pixel writes only its own state and outputs
+(row-indexed outputs by row), and its random draws are hashes of ``(seed, frame, pixel)``.
 
 The bands are balanced by time, not by rows: a frame's rows do not cost the same (on a road scene the
 rows with traffic sum and step more than the sky's; with equal bands at 1280x720 the first band took
 18.7 ms and the second 15.9). Each calling thread keeps, per kernel and frame height, an estimate of
 every row's cost (:class:`_Split`), rescales each band's share of it to the band's measured time after
-every call, and places the next call's boundaries where the estimated cost is shared equally.
+every call, and places the next call's boundaries where the estimated cost is shared equally. A band's time
+runs from one start for all, and a helper's until the calling thread saw it done, so that the hand-offs
+(a sleeping thread takes about 0.1 ms to wake on the 2-core development machine) count: the bands end
+together as the calling thread sees them.
 
 This module imports only the standard library, numpy and numba.
 """
@@ -23,38 +26,53 @@ from __future__ import annotations
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
+from numba import njit
 
 __all__ = ["run_bands", "band_count"]
-
-_lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
-_pool_size = 0
-_pool_pid = 0
-
-
-def _executor(workers: int) -> ThreadPoolExecutor:
-    """The pool, with at least ``workers`` threads (a new one after a fork: the parent's threads are not the
-    child's)."""
-    global _pool, _pool_size, _pool_pid
-    with _lock:
-        if _pool is None or _pool_size < workers or _pool_pid != os.getpid():
-            old = _pool if _pool_pid == os.getpid() else None
-            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bgsub-band")
-            _pool_size = workers
-            _pool_pid = os.getpid()
-            if old is not None:
-                old.shutdown(wait=False)
-        return _pool
-
 
 #: How far each call moves a band's cost estimate towards its measured time (an exponential average: the
 #: split follows a scene's changes within a few dozen frames and ignores one slow band, a thread descheduled).
 SPLIT_SMOOTHING = 0.25
+#: How often (seconds) an idle helper thread checks whether the thread it serves still runs.
+HELPER_IDLE_CHECK = 1.0
 _local = threading.local()
+
+
+@njit(cache=True, nogil=True)
+def _rebalance(cost, bounds, seconds, smoothing):
+    """:meth:`_Split.update` on arrays: rescale each band's rows of ``cost`` to its time in ``seconds``, then
+    move ``bounds`` to where the estimated cost is shared equally (each band keeping at least one row)."""
+    n = seconds.shape[0]
+    rows = cost.shape[0]
+    for k in range(n):
+        a, b = bounds[k], bounds[k + 1]
+        now = 0.0
+        for r in range(a, b):
+            now += cost[r]
+        t = seconds[k]
+        if now > 0.0 and t > 0.0:
+            factor = (1.0 - smoothing) + smoothing * (t / now)
+            for r in range(a, b):
+                cost[r] *= factor
+    total = 0.0
+    for r in range(rows):
+        total += cost[r]
+    k = 1
+    acc = 0.0
+    for r in range(rows):
+        acc += cost[r]
+        while k < n and acc >= total * k / n:
+            # the first row whose running sum reaches the k-th share starts band k (as a search of the sums would
+            # place it), kept between its neighbours' at least one row apart
+            bounds[k] = min(max(r, bounds[k - 1] + 1), rows - (n - k))
+            k += 1
+    while k < n:
+        bounds[k] = min(max(rows - 1, bounds[k - 1] + 1), rows - (n - k))
+        k += 1
+    bounds[n] = rows
 
 
 class _Split:
@@ -64,27 +82,76 @@ class _Split:
         self.rows = rows
         self.n = n
         self.cost = np.ones(rows)
-        self.bounds = [rows * k // n for k in range(n + 1)]
+        self.bounds = np.array([rows * k // n for k in range(n + 1)], np.int64)
+        self.seconds = np.zeros(n)
 
     def bands(self) -> list[tuple[int, int]]:
-        return [(self.bounds[k], self.bounds[k + 1]) for k in range(self.n)]
+        b = self.bounds.tolist()
+        return [(b[k], b[k + 1]) for k in range(self.n)]
 
-    def update(self, seconds: list[float]) -> None:
+    def update(self, seconds) -> None:
         """Rescale each band's rows to its measured time, then share the estimate equally (each band keeps at
         least one row)."""
-        for k, t in enumerate(seconds):
-            a, b = self.bounds[k], self.bounds[k + 1]
-            band = self.cost[a:b]
-            now = band.sum()
-            if now > 0.0 and t > 0.0:
-                band *= (1.0 - SPLIT_SMOOTHING) + SPLIT_SMOOTHING * (t / now)
-        total = np.cumsum(self.cost)
-        cuts = np.searchsorted(total, total[-1] * np.arange(1, self.n) / self.n)
-        bounds = [0]
-        for k, c in enumerate(cuts.tolist()):
-            bounds.append(min(max(int(c), bounds[-1] + 1), self.rows - (self.n - 1 - k)))
-        bounds.append(self.rows)
-        self.bounds = bounds
+        self.seconds[:] = seconds
+        _rebalance(self.cost, self.bounds, self.seconds, SPLIT_SMOOTHING)
+
+
+class _Helper:
+    """A thread that runs the bands of one calling thread, handed each through a pair of locks (a thread pool's
+    futures cost about 50 us more a call); it ends when that thread has."""
+
+    def __init__(self, owner: threading.Thread) -> None:
+        self.owner = owner
+        self.pid = os.getpid()
+        self.retired = False
+        self.job = None
+        self.error: BaseException | None = None
+        self.end = 0.0
+        self.go = threading.Lock()
+        self.go.acquire()
+        self.done = threading.Lock()
+        self.done.acquire()
+        self.thread = threading.Thread(target=self._loop, name="bgsub-band", daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            if not self.go.acquire(timeout=HELPER_IDLE_CHECK):
+                if self.retired or not self.owner.is_alive():
+                    return
+                continue
+            kernel, args, rows = self.job
+            self.job = None
+            try:
+                kernel(*args, rows)
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
+                self.error = exc
+            self.end = time.perf_counter()
+            self.done.release()
+            if self.retired:
+                return
+
+    def start(self, kernel, args, rows) -> None:
+        self.error = None
+        self.job = (kernel, args, rows)
+        self.go.release()
+
+
+def _helpers(n: int) -> list[_Helper]:
+    """The calling thread's ``n`` helper threads (new ones after a fork: the parent's threads are not the
+    child's)."""
+    helpers = getattr(_local, "helpers", None)
+    if helpers is None or len(helpers) < n or helpers[0].pid != os.getpid():
+        owner = threading.current_thread()
+        helpers = _local.helpers = [_Helper(owner) for _ in range(n)]
+    return helpers[:n]
+
+
+def _retire_helpers() -> None:
+    """Let the calling thread's helpers end (one was left running: a wait for it was interrupted)."""
+    for h in getattr(_local, "helpers", None) or []:
+        h.retired = True
+    _local.helpers = None
 
 
 def _split(kernel, rows: int, n: int) -> _Split:
@@ -99,14 +166,8 @@ def _split(kernel, rows: int, n: int) -> _Split:
     return split
 
 
-def _timed(kernel, args, rows, seconds, k):
-    start = time.perf_counter()
-    kernel(*args, rows)
-    seconds[k] = time.perf_counter() - start
-
-
 #: The fewest pixels a band is given: a frame of fewer than twice as many runs in the calling thread alone.
-#: Handing a band to the pool's thread and waiting for it costs 0.2-0.3 ms a call on the 2-core development
+#: Handing a band to a helper thread and waiting for it costs 0.2-0.3 ms a call on the 2-core development
 #: machine, more than the second thread saves on small frames: olkn's ``apply`` took 1.47x as long with two
 #: bands as with one at 80x60, 1.18x at 120x90 and 0.90x at 160x120; norma's 1.79x, 1.36x and 1.10x;
 #: olkn's ``fast`` preset (its model 1/16 of the frame) 1.41x at 320x240 (docs/performance.md).
@@ -131,12 +192,29 @@ def run_bands(kernel, frame: np.ndarray, *args) -> None:
         return
     split = _split(kernel, rows, n)
     bands = split.bands()
-    seconds = [0.0] * n
-    pool = _executor(n - 1)
-    futures = [pool.submit(_timed, kernel, args, bands[k], seconds, k) for k in range(1, n)]
+    helpers = _helpers(n - 1)
+    start = time.perf_counter()
+    for k, h in enumerate(helpers, 1):
+        h.start(kernel, args, bands[k])
+    error = None
     try:
-        _timed(kernel, args, bands[0], seconds, 0)
-    finally:
-        for f in futures:
-            f.result()
+        kernel(*args, bands[0])
+    except BaseException as exc:  # noqa: BLE001 - the helpers' bands are waited for first
+        error = exc
+    end = time.perf_counter()
+    # each band's time from the same start, a helper's up to when this thread saw it done if it waited for it (its
+    # start's and its end's hand-offs count, so that the split makes the bands end together as seen from here)
+    seconds = [end - start]
+    for h in helpers:
+        try:
+            h.done.acquire()
+        except BaseException:  # interrupted: the helper may still run; new helpers for the next call
+            _retire_helpers()
+            raise
+        seen = time.perf_counter()
+        seconds.append((h.end if h.end <= end else seen) - start)
+        if error is None and h.error is not None:
+            error = h.error
+    if error is not None:
+        raise error
     split.update(seconds)
