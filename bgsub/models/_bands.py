@@ -167,11 +167,11 @@ def _split(kernel, rows: int, n: int) -> _Split:
 
 
 #: The fewest pixels a band is given: a frame of fewer than twice as many runs in the calling thread alone.
-#: Handing a band to a helper thread and waiting for it costs 0.2-0.3 ms a call on the 2-core development
-#: machine, more than the second thread saves on small frames: olkn's ``apply`` took 1.47x as long with two
-#: bands as with one at 80x60, 1.18x at 120x90 and 0.90x at 160x120; norma's 1.79x, 1.36x and 1.10x;
-#: olkn's ``fast`` preset (its model 1/16 of the frame) 1.41x at 320x240 (docs/performance.md).
-MIN_BAND_PIXELS = 8192
+#: Handing a band to a helper thread and waiting for it costs more than the second thread saves on the
+#: smallest frames (2-core development machine, ``apply`` with two bands against one): olkn 1.79x as long at
+#: 32x24, 1.14x at 80x60, 1.08x at 96x72, 1.02x at 112x84 and 0.85x at 120x90; norma 2.27x, 1.31x, 1.12x,
+#: 1.08x and 0.84x (docs/performance.md).
+MIN_BAND_PIXELS = 4096
 
 
 def band_count(rows: int, pixels: int) -> int:
