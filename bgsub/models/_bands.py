@@ -142,6 +142,8 @@ def _helpers(n: int) -> list[_Helper]:
     child's)."""
     helpers = getattr(_local, "helpers", None)
     if helpers is None or len(helpers) < n or helpers[0].pid != os.getpid():
+        if helpers is not None and helpers[0].pid == os.getpid():
+            _retire_helpers()  # too few (more numba threads now): these end, a new set serves
         owner = threading.current_thread()
         helpers = _local.helpers = [_Helper(owner) for _ in range(n)]
     return helpers[:n]
