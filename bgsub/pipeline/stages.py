@@ -206,6 +206,11 @@ class MaskFilter:
     reaches :data:`CLUTTER_BLOBS`, at rate :data:`CLUTTER_RATE`), ``fill_holes`` and ``min_area``; each off at 0
     (a parameter a model does not have is off).
 
+    The filters write into buffers the filter keeps from frame to frame (fresh arrays every frame cost page
+    faults: about 900 a 1920x1080 frame, see docs/performance.md), so the mask :meth:`apply` returns may be one
+    of them: it holds until the next call, and a caller that keeps it copies it (the subtractors' ``apply``
+    returns a copy).
+
     Attributes
     ----------
     blobs_ : float
@@ -214,15 +219,31 @@ class MaskFilter:
 
     def __init__(self) -> None:
         self.blobs_ = -1.0
+        self._buffers: dict[str, np.ndarray] = {}
+
+    def _buffer(self, name: str, like: np.ndarray) -> np.ndarray:
+        """The kept buffer ``name``, of ``like``'s shape and type (made anew when they change)."""
+        b = self._buffers.get(name)
+        if b is None or b.shape != like.shape or b.dtype != like.dtype:
+            b = self._buffers[name] = np.empty(like.shape, like.dtype)
+        return b
+
+    def _out(self, mask: np.ndarray) -> np.ndarray:
+        """Where a component filter writes: in place into a buffer of this filter's, else into its own buffer
+        (never into the raw mask or an array another engine handed over)."""
+        if any(mask is b for b in self._buffers.values()):
+            return mask
+        return self._buffer("components", mask)
 
     def apply(self, raw: np.ndarray, params: dict,
               median_of: Callable[[np.ndarray, int], np.ndarray] | None = None) -> np.ndarray:
-        """The filtered mask; ``median_of(raw, k)``: the binary median (None: :func:`masks.binary_median`, looked
-        up at each call; or another engine's of the same result, e.g. the GPU's)."""
-        median_of = masks.binary_median if median_of is None else median_of
+        """The filtered mask; ``median_of(raw, k)``: the binary median (None: :func:`masks.binary_median` into
+        this filter's buffers, looked up at each call; or another engine's of the same result, e.g. the GPU's)."""
         mask = raw
         median = params.get("median", 0)
         if median >= 3:
+            if median_of is None:
+                median_of = self._median
             filtered = median_of(mask, median)
             if params.get("median_max", 0) > median:
                 # the clutter is counted at the base aperture, so the choice does not feed back into it
@@ -232,10 +253,14 @@ class MaskFilter:
                     filtered = median_of(mask, params["median_max"])
             mask = filtered
         if params.get("fill_holes", 0) > 0:
-            mask = masks.fill_holes(mask, params["fill_holes"])
+            mask = masks.fill_holes(mask, params["fill_holes"], self._out(mask))
         if params.get("min_area", 0) > 0:
-            mask = masks.remove_small(mask, params["min_area"])
+            mask = masks.remove_small(mask, params["min_area"], self._out(mask))
         return mask
+
+    def _median(self, mask: np.ndarray, k: int) -> np.ndarray:
+        """:func:`masks.binary_median` into this filter's buffer for aperture ``k``."""
+        return masks.binary_median(mask, k, self._buffer(f"median{k}", mask))
 
 
 @functools.lru_cache(maxsize=8)

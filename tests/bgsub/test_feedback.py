@@ -190,7 +190,64 @@ def test_component_filters_match_a_flood_fill_transcription():
                         filled[a, b] = 255
             assert np.array_equal(remove_small(mask, area), removed), (k, area)
             assert np.array_equal(fill_holes(mask, area), filled), (k, area)
+            # into a buffer of the last frame's bytes, and in place; the mask itself where nothing changes
+            for f, want in ((remove_small, removed), (fill_holes, filled)):
+                out = rng.integers(0, 256, mask.shape, dtype=np.uint8)
+                got = f(mask, area, out)
+                assert np.array_equal(got, want) and (got is out or np.array_equal(want, mask)), (k, area)
+                own = np.ascontiguousarray(mask).copy()
+                assert np.array_equal(f(own, area, own), want), (k, area)
         assert count_components(np.ascontiguousarray(mask)) == len(_components(mask > 0, 8)), k
+
+
+def test_mask_filter_reuses_its_buffers_and_leaves_its_inputs_alone():
+    """MaskFilter writes the median and the component filters into buffers it keeps between frames (no fresh
+    arrays a frame), in place once the mask is its own; the raw mask and an array another engine's median handed
+    over (the GPU engine keeps its download to recognise it) are never written; the masks are those of the
+    filters as functions."""
+    from bgsub.pipeline.stages import MaskFilter
+
+    rng = np.random.default_rng(11)
+    params = {"median": 3, "median_max": 5, "fill_holes": 6, "min_area": 4}
+
+    def reference(raw, k):
+        return remove_small(fill_holes(binary_median(raw, k), 6), 4)
+
+    mf = MaskFilter()
+    outs = []
+    for t in range(6):
+        raw = np.where(rng.random((40, 50)) < 0.3 + 0.1 * t, np.uint8(255), np.uint8(0))
+        raw[5:25, 10:30] = 255
+        raw[12:16, 15:19] = 0  # a hole
+        kept = raw.copy()
+        n = count_components(binary_median(raw, 3))
+        k = 5 if (n if mf.blobs_ < 0 else mf.blobs_ + 0.05 * (n - mf.blobs_)) >= 10 else 3
+        got = mf.apply(raw, params)
+        assert np.array_equal(raw, kept)  # the raw mask is read only
+        assert np.array_equal(got, reference(raw, k)), t
+        assert any(got is b for b in mf._buffers.values())  # one of the filter's own arrays
+        outs.append(got)
+    assert len({id(b) for b in mf._buffers.values()}) == len(mf._buffers) <= 3  # median3, median5, components
+    assert outs[-1] is outs[-3] or outs[-1] is outs[-2]  # the same buffers frame after frame
+
+    handed = []
+
+    def foreign_median(mask, k):  # another engine's median: a fresh download it keeps a reference to
+        handed.append(binary_median(mask, k))
+        return handed[-1]
+
+    raw = np.zeros((40, 50), np.uint8)
+    raw[5:25, 10:30] = 255
+    raw[12:16, 15:19] = 0
+    got = MaskFilter().apply(raw, {"median": 3, "fill_holes": 20}, foreign_median)
+    assert np.array_equal(handed[0], binary_median(raw, 3))  # not filled in place
+    assert got is not handed[0] and np.array_equal(got, fill_holes(binary_median(raw, 3), 20))
+    assert got[12:16, 15:19].all()
+    # nothing to change: the engine's own array comes back (the GPU engine then reuses its device copy)
+    clean = np.zeros((40, 50), np.uint8)
+    clean[5:25, 10:30] = 255
+    handed.clear()
+    assert MaskFilter().apply(clean, {"median": 3, "fill_holes": 20}, foreign_median) is handed[0]
 
 
 def test_a_cluttered_mask_gets_the_larger_median(tmp_path, monkeypatch):

@@ -281,6 +281,9 @@ def test_binary_median_equals_opencv_median(k):
         m = np.where(rng.random((37, 53)) < density, np.uint8(255), np.uint8(0))
         m[5:20, 10:40] = 255
         np.testing.assert_array_equal(binary_median(m, k), cv2.medianBlur(m, k))
+        out = rng.integers(0, 256, m.shape, dtype=np.uint8)  # a buffer of the last frame's bytes
+        assert binary_median(m, k, out) is out
+        np.testing.assert_array_equal(out, cv2.medianBlur(m, k))
     # every count of set pixels in the window, the majority's edge included
     for n in range(k * k + 1):
         m = np.zeros((k, k), np.uint8)
@@ -319,6 +322,10 @@ def test_binary_median_of_large_sparse_masks_filters_only_bands_and_equals_openc
     strips[100:100 + k, -1] = 255
     strips[300:300 + k, 0] = 255
     masks.append(strips)
+    out = np.empty((H, W), np.uint8)
     for m in masks:
         np.testing.assert_array_equal(binary_median(m, k), cv2.medianBlur(m, k))
         np.testing.assert_array_equal(binary_median(m[:, 1:], k), cv2.medianBlur(np.ascontiguousarray(m[:, 1:]), k))
+        out[...] = rng.integers(0, 256, (H, W), dtype=np.uint8)  # every row is written, the bands' gaps included
+        assert binary_median(m, k, out) is out
+        np.testing.assert_array_equal(out, cv2.medianBlur(m, k))
