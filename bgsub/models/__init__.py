@@ -10,6 +10,12 @@ import os
 # explicit OMP_WAIT_POLICY in the environment wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+# A frame's temporary arrays freed every frame made glibc give its heap's top back every frame and fault it in
+# again at the next (bgsub.models._heap): keep it, unless the environment tunes the heap itself.
+from bgsub.models._heap import keep_heap  # noqa: E402
+
+keep_heap()
+
 from bgsub.models.norma import NORMASubtractor, createNORMA  # noqa: F401,E402
 from bgsub.models.olkn import OLKNSubtractor, createOLKN  # noqa: F401,E402
 from bgsub.models.oem import OEMSubtractor, createOEM  # noqa: F401,E402
