@@ -208,8 +208,19 @@ class PixelKernelSubtractor(StagedSubtractor):
         self._gain_scratch = (np.empty(n, dtype=np.float64), np.empty(n, dtype=np.int64),
                               np.empty(n, dtype=np.float64))
         self._mask = self._rawmask
+        self._buffers_full = False  # :meth:`_all_full`
         if self._texture_on():
             self.texture_ = np.zeros((H, W, B, C), dtype=np.uint16)
+
+    def _all_full(self) -> bool:
+        """Whether every pixel's buffer holds ``budget`` samples. The frames never lower a count (no pruning), so
+        once true it stays true until the next allocation (a new model, a checkpoint's load); the counts are read
+        until then."""
+        if not self._buffers_full:
+            B = self.samples_.shape[2]
+            # the first pixel alone first: while buffers fill, that spares the scan of every count
+            self._buffers_full = bool(self.ring_[0, 0, 1] >= B and (self.ring_[..., 1] >= B).all())
+        return self._buffers_full
 
     def lut(self) -> np.ndarray:
         """The Gaussian table for the current width and channel count."""

@@ -111,7 +111,7 @@ class NORMASubtractor(PixelKernelSubtractor):
     def _score_pass(self, img, learn):
         nf.score(img, _state.pixel_state(self), float(self.scale_), self.lut(),
                  (self._score, self._f, self._rawmask, self._own),
-                 _state.feedback(self.blink_, self.prev_mask_, self._blink_args(learn)))
+                 _state.feedback(self.blink_, self.prev_mask_, self._blink_args(learn)), self._all_full())
 
     def _update(self, img, mask, p_bg, p_fg, p_diff):
         p = self.params

@@ -148,7 +148,6 @@ class OLKNSubtractor(PixelKernelSubtractor):
         self._ref_sum = np.zeros((H, W), dtype=np.float32)
         self._ref_mass = np.zeros((H, W), dtype=np.float32)
         self._summed = np.zeros(H, dtype=np.int64)
-        self._buffers_full = False  # every pixel's buffer holds budget samples (their counts only grow)
         self._cache_valid = False
 
     def _on_params_changed(self):
@@ -175,10 +174,8 @@ class OLKNSubtractor(PixelKernelSubtractor):
                 _state.policy(p_bg, p_fg, p_diff, p, self.n_frames_),
                 _state.feedback(self.blink_, nbr_mask, self._blink_args()), (self._score, mask_out, self._stepped))
         if self._bounded():
-            if not self._buffers_full:
-                self._buffers_full = bool((self.ring_[..., 1] >= self.samples_.shape[2]).all())
             bf.frame_bounded(*args, (self._ref, self._ref_sum, self._ref_mass, bf.gaussian_slope(p["width"]),
-                                          not self._cache_valid, not self._buffers_full, self._summed))
+                                          not self._cache_valid, not self._all_full(), self._summed))
             self._cache_valid = True
             return
         self._cache_valid = False

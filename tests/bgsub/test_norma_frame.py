@@ -81,7 +81,7 @@ def test_bands_do_not_change_the_results(params):
         score, raw, own = np.zeros((H, W), np.float32), np.zeros((H, W), np.uint8), np.zeros((H, W), np.uint8)
         f, stepped = np.zeros((H, W)), np.zeros(H, np.int64)
         for rows in split:
-            nf.norma_score(img, state, scale, lut, (score, f, raw, own), feedback, rows)
+            nf.norma_score(img, state, scale, lut, (score, f, raw, own), feedback, sub._all_full(), rows)
         for rows in split:
             nf.norma_update(img, state, scale, lut, rule, f, post, policy, stepped, rows)
         # the fused pass
@@ -109,13 +109,15 @@ def test_bands_do_not_change_the_results(params):
 @pytest.mark.parametrize("params", CASES[:2])
 def test_score_pass_is_score_frame(params):
     """The score pass without texture features: :func:`fk.score_frame`'s scores, ``f``, masks, own decisions and
-    blink accumulators, bit for bit (the evicted shares it does not write)."""
+    blink accumulators, bit for bit (the evicted shares it does not write), reading the rings or, once every
+    buffer is full, not."""
     frames = _stream(6, seed=1)
     sub = _model(frames[:5], **params)
+    assert sub._all_full() == (params.get("init", "neighbours") == "neighbours")  # the bootstrap fills them
     img = sub._input_stages(frames[5])
     lut, scale = sub.lut(), float(sub.scale_)
     outs = []
-    for kernel in ("fk", "nf"):
+    for kernel in ("fk", "nf", "nf full") if sub._all_full() else ("fk", "nf"):
         w = _copy(sub)
         state, feedback, _ = _args(sub, w)
         score, raw, own = np.zeros((H, W), np.float32), np.zeros((H, W), np.uint8), np.zeros((H, W), np.uint8)
@@ -123,10 +125,28 @@ def test_score_pass_is_score_frame(params):
         if kernel == "fk":
             fk.score_frame(img, state, scale, lut, 0.0, score, f, np.zeros((H, W)), raw, own, feedback, None)
         else:
-            nf.score(img, state, scale, lut, (score, f, raw, own), feedback)
+            nf.score(img, state, scale, lut, (score, f, raw, own), feedback, kernel == "nf full")
         outs.append((score, f, raw, own, w["blink_"]))
-    for a, b in zip(*outs):
-        np.testing.assert_array_equal(a, b)
+    for other in outs[1:]:
+        for a, b in zip(outs[0], other):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_buffers_full_once_every_count_reaches_the_budget():
+    """``_all_full`` reads the counts until every buffer is full, then stays true (counts never fall) until the
+    next allocation."""
+    sub = _model(_stream(2), init="empty", budget=3)
+    assert not sub._all_full()
+    sub.ring_[..., 1] = 3
+    sub.ring_[0, 0, 1] = 2  # the first pixel read alone first
+    assert not sub._all_full()
+    sub.ring_[0, 0, 1] = 3
+    sub.ring_[-1, -1, 1] = 2
+    assert not sub._all_full()
+    sub.ring_[-1, -1, 1] = 3
+    assert sub._all_full()
+    sub._allocate(H, W, 3)
+    assert not sub._all_full()
 
 
 def test_the_subtractor_runs_the_banded_kernels():
