@@ -55,6 +55,14 @@ def _lut_run_sum(x, sv, coef, lo, hi, lut, total):
 
 
 @njit(cache=True, fastmath=True, inline="always")
+def full_sum_lut(x, sv, coef, lut):
+    """The unscaled sum of a full buffer (every slot live), the slots in storage order: :func:`expansion_sum_lut`'s
+    sum where ``ring[1] == B``, without reading the ring or the evicted term (a caller that knows every buffer is
+    full)."""
+    return _lut_run_sum(x, sv, coef, 0, sv.shape[0], lut, 0.0)
+
+
+@njit(cache=True, fastmath=True, inline="always")
 def expansion_sum_lut(x, sv, coef, ring, lut):
     """:func:`expansion_sum` with the Gaussian table (``kind = GAUSSIAN_LUT``), the same sums. The per-pixel
     frame kernels inline this rather than :func:`expansion_sum`, whose code for the other kernels numba would copy
@@ -73,7 +81,7 @@ def expansion_sum_lut(x, sv, coef, ring, lut):
         # storage order (no wrap-around test), with the common 3-channel case
         # unrolled, so that the loop vectorises; the evicted term is read
         # separately. About 2x faster per pixel than a loop in ring order.
-        total = _lut_run_sum(x, sv, coef, 0, B, lut, total)
+        total = full_sum_lut(x, sv, coef, lut)
         d2 = 0
         for c in range(d):
             diff = np.int32(sv[start, c]) - np.int32(x[c])

@@ -36,14 +36,19 @@ def tuned_by_environment(environ: dict[str, str] | os._Environ = os.environ) -> 
     return any(name in environ for name in ENVIRONMENT) or "glibc.malloc" in environ.get("GLIBC_TUNABLES", "")
 
 
+def glibc() -> bool:
+    """Whether the C library is glibc."""
+    try:
+        version = os.confstr("CS_GNU_LIBC_VERSION")
+    except (AttributeError, ValueError, OSError):
+        return False
+    return bool(version) and version.startswith("glibc")
+
+
 def keep_heap() -> bool:
     """Set glibc's trim and mapping thresholds to :data:`TRIM_THRESHOLD` and :data:`MMAP_THRESHOLD` (module
     docstring); True if they were set, False where the C library is not glibc or the environment tunes them."""
-    try:
-        libc_version = os.confstr("CS_GNU_LIBC_VERSION")
-    except (AttributeError, ValueError, OSError):
-        return False
-    if not libc_version or not libc_version.startswith("glibc") or tuned_by_environment():
+    if not glibc() or tuned_by_environment():
         return False
     try:
         mallopt = ctypes.CDLL(None).mallopt

@@ -17,9 +17,10 @@ reference value settles few of them.
 
 The score pass writes ``f`` (float64) for the update pass and, unlike ``score_frame``, not the share of the
 term a full buffer evicts: nu-NORMA's step does not read it. Once every buffer is full (``full``), the score
-pass sums every slot in storage order without reading the ring (the sum a full buffer gets anyway): the pass
-1.08-1.11x as fast from 320x240 to 1920x1080, the same bits (``docs/performance.md``). (Passing the update only the pixels' own decisions,
-one byte instead of eight, saved less in the score pass than it cost the update pass, measured.)
+pass sums every slot in storage order without reading the ring (:func:`learners.expansion.full_sum_lut`, the
+sum a full buffer gets anyway): the pass 1.08-1.11x as fast from 320x240 to 1920x1080, the same bits
+(``docs/performance.md``). (Passing the update only the pixels' own decisions, one byte instead of eight, saved
+less in the score pass than it cost the update pass, measured.)
 
 The score map is exact (every pixel's full sum, as ``score_frame``'s).
 
@@ -31,7 +32,7 @@ from numba import njit
 from bgsub.models._bands import run_bands
 from bgsub.models._frame_kernels import (_emit, _layout, _level, _norma_step, _pixel_sum, _selected, _unref, _vec,
                                          _views)
-from learners.expansion import _lut_run_sum
+from learners.expansion import full_sum_lut
 
 __all__ = ["score", "update", "frame"]
 
@@ -73,9 +74,9 @@ def norma_score(frame, state, scale, lut, out, feedback, full, rows):
     for i in range(rows[0], rows[1]):
         for j in range(W):
             p = i * W + j
-            if full:  # every slot live: the full buffer's sum in storage order, as expansion_sum_lut's
+            if full:  # every slot live: the full buffer's sum, as expansion_sum_lut's
                 sv, cf, _ = _views(samples, coef, ring, lay, p)
-                f = scale * _lut_run_sum(_vec(frame, lay[4], p, lay[3]), sv, cf, 0, lay[2], lut, 0.0)
+                f = scale * full_sum_lut(_vec(frame, lay[4], p, lay[3]), sv, cf, lut)
             else:
                 _, _, _, _, f, _ = _pixel_sum(frame, samples, coef, ring, lay, p, lut, scale, None)
             f_out[i, j] = f

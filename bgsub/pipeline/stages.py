@@ -206,10 +206,10 @@ class MaskFilter:
     reaches :data:`CLUTTER_BLOBS`, at rate :data:`CLUTTER_RATE`), ``fill_holes`` and ``min_area``; each off at 0
     (a parameter a model does not have is off).
 
-    The filters write into buffers the filter keeps from frame to frame (fresh arrays every frame cost page
-    faults: about 900 a 1920x1080 frame, see docs/performance.md), so the mask :meth:`apply` returns may be one
-    of them: it holds until the next call, and a caller that keeps it copies it (the subtractors' ``apply``
-    returns a copy).
+    The filters write into buffers the filter keeps from frame to frame, the component filters in place once
+    the mask is one of them (no fresh array and no copy a frame, docs/performance.md), so the mask :meth:`apply`
+    returns may be one of them: it holds until the next call, and a caller that keeps it copies it (the
+    subtractors' ``apply`` returns a copy).
 
     Attributes
     ----------

@@ -31,13 +31,6 @@ print(json.dumps((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0) / 20)
 """
 
 
-def _glibc() -> bool:
-    try:
-        return os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc")
-    except (AttributeError, ValueError, OSError):
-        return False
-
-
 def test_the_environment_tunes_the_heap_itself():
     assert not _heap.tuned_by_environment({})
     assert not _heap.tuned_by_environment({"GLIBC_TUNABLES": "glibc.rtld.nns=2"})
@@ -46,7 +39,7 @@ def test_the_environment_tunes_the_heap_itself():
         assert _heap.tuned_by_environment(env), env
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or not _glibc(), reason="glibc's heap only")
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not _heap.glibc(), reason="glibc's heap only")
 def test_freed_frames_stay_in_the_process():
     """With glibc's own thresholds a round of frame-sized temporaries gives the heap's top back and faults it in
     again every round; after keep_heap (which importing bgsub.models calls) the round reuses it."""
@@ -67,7 +60,7 @@ def test_importing_the_models_keeps_the_heap_unless_the_environment_tunes_it():
     code = "import bgsub.models._heap as h, bgsub.models; print(h.keep_heap())"
     env = {k: v for k, v in os.environ.items() if not _heap.tuned_by_environment({k: v})}
     plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
-    assert plain.stdout.strip() == str(sys.platform.startswith("linux") and _glibc()), plain.stderr[-2000:]
+    assert plain.stdout.strip() == str(sys.platform.startswith("linux") and _heap.glibc()), plain.stderr[-2000:]
     tuned = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                            env={**env, "MALLOC_TRIM_THRESHOLD_": "131072"})
     assert tuned.stdout.strip() == "False", tuned.stderr[-2000:]
