@@ -696,7 +696,9 @@ class BinaryClassifierMixin(StreamClassifierMixin, BinaryDecisionMixin):
             self._calibrator = _calibration.new_calibrator()
         if self.classes_.shape[0] > 2:
             return np.searchsorted(self.classes_, y).astype(np.int64)
-        return np.where(y == self.classes_[1], 1.0, -1.0)
+        # up to two classes: classes_[1] is +1, classes_[0] -1 (a model that has seen one class through learn_one
+        # learns its rows as -1, as :meth:`_label_codes` codes them)
+        return np.where(y == self.classes_[1], 1.0, -1.0) if self.classes_.shape[0] == 2 else np.full(len(y), -1.0)
 
     def _code_one(self, y):
         """Encode one label for :meth:`learn_one`, taking a new class in (river's way)."""

@@ -248,6 +248,23 @@ def test_binary_to_multiclass_keeps_the_decision():
     assert first.learn_one(X[1], "a", return_score=True) == pytest.approx(-f_before, rel=1e-12)
     assert first.classes_.tolist() == ["a", "m"] and first.predict_one(X[0]) == "m"
 
+
+def test_a_batch_of_the_one_class_seen_learns_as_learn_one_does():
+    """A binary classifier that has seen one class through learn_one learns a batch of that class with its code
+    (-1), as learn_one does (it raised an IndexError: a mutated checkpoint of one class reached it), and a batch
+    with a new label is refused with the classes it knows."""
+    X, _, _ = _data(7, n=6)
+    by_rows, by_batch = OLKClassifier(width=1.0), OLKClassifier(width=1.0)
+    for est in (by_rows, by_batch):
+        est.learn_one(X[0], "m")
+    for x in X[1:4]:
+        by_rows.learn_one(x, "m")
+    by_batch.partial_fit(np.asarray(X[1:4]), np.array(["m", "m", "m"]))
+    np.testing.assert_array_equal(by_batch.decision_function(np.asarray(X)), by_rows.decision_function(np.asarray(X)))
+    assert by_batch.predict(np.asarray(X[4:])).tolist() == ["m", "m"]
+    with pytest.raises(ValueError, match=r"labels \['z'\] that are not among the classes \['m'\]"):
+        by_batch.partial_fit(np.asarray(X[4:]), np.array(["m", "z"]))
+
 @pytest.mark.parametrize("cls", [OLKClassifier, NORMAClassifier])
 def test_native_multiclass_learns_and_matches_one_vs_rest_over_its_classes(cls):
     from sklearn.datasets import load_iris
