@@ -24,6 +24,13 @@ share that learnt. Medians over the timed frames, in milliseconds. Usage::
 
     python benchmarks/bgsub_profile.py --size 320x240 --size 1280x720 --size 1920x1080 --algo olkn --algo norma
 
+With ``--device cuda`` the GPU engine is profiled: each stage ends by waiting for the model's CUDA stream (so
+a stage's time includes the GPU work it issued, and ``apply`` is a little slower than unprofiled), ``median``
+is the GPU's median with its download, and ``upload`` (a part of ``frame``) the frame's and the previous output
+mask's upload::
+
+    python benchmarks/bgsub_profile.py --device cuda --size 1920x1080 --size 3840x2160 --algo olkn --algo norma
+
 Prints a Markdown table (paste into docs/performance.md) and, with ``--json``, one JSON object.
 """
 
@@ -56,9 +63,10 @@ class _Clock:
     the bootstrap) is not counted twice; a part (``outer=False``: the median inside ``post``) is counted in
     its own stage and in the one around it."""
 
-    def __init__(self) -> None:
+    def __init__(self, sync=None) -> None:
         self.now: dict[str, float] = {}
         self.depth = 0
+        self.sync = sync  # called at the end of each timed stage (the GPU engine: wait for its stream)
 
     def timed(self, stage, fn, outer: bool = True):
         def wrapper(*args, **kwargs):
@@ -69,6 +77,8 @@ class _Clock:
             try:
                 return fn(*args, **kwargs)
             finally:
+                if self.sync is not None:
+                    self.sync()
                 self.now[stage] = self.now.get(stage, 0.0) + (time.perf_counter() - t0) * 1e3
                 self.depth -= outer
         return wrapper
@@ -81,7 +91,13 @@ def _instrumented(sub, clock: _Clock):
 
     saved = {name: getattr(_masks, name) for name in _FUNCTIONS}
     saved_count = _components.count_components
+    gpu = _gpu_state_class(sub)
+    if gpu is not None:
+        saved_gpu = {"median": gpu.median}
     try:
+        if gpu is not None:  # the GPU's median (in place of binary_median) and the uploads
+            gpu.median = clock.timed("median", saved_gpu["median"], outer=False)
+            sub._ready = clock.timed("upload", sub._ready, outer=False)
         for name, stage in _METHODS.items():
             if hasattr(sub, name):
                 setattr(sub, name, clock.timed(stage, getattr(sub, name)))
@@ -99,26 +115,49 @@ def _instrumented(sub, clock: _Clock):
         for name, fn in saved.items():
             setattr(_masks, name, fn)
         _components.count_components = saved_count
-        for name in (*_METHODS, "_postprocess"):
+        if gpu is not None:
+            gpu.median = saved_gpu["median"]
+        for name in (*_METHODS, "_postprocess", "_ready"):
             sub.__dict__.pop(name, None)
         for name in _STAGES:
             getattr(sub, name, None).__dict__.pop("apply", None)
 
 
-def profile(algo: str, frames: list[np.ndarray], warm: int) -> dict[str, float]:
-    """Stage medians of ``algo`` (``NAME`` or ``NAME:PRESET``) over ``frames[warm:]``."""
+def _gpu_state_class(sub):
+    """The GPU engine's device-state class when ``sub`` runs on the GPU, else None."""
+    if getattr(sub, "device", "cpu") != "cuda":
+        return None
+    from bgsub.models._cuda_engine import _DeviceState
+
+    return _DeviceState
+
+
+def _gpu_wait(sub):
+    """A callable that waits for ``sub``'s CUDA stream (None on the CPU)."""
+    if _gpu_state_class(sub) is None:
+        return None
+
+    def wait():
+        dev = sub.__dict__.get("_dev")
+        if dev is not None:
+            dev.wait()
+    return wait
+
+
+def profile(algo: str, frames: list[np.ndarray], warm: int, device: str = "cpu") -> dict[str, float]:
+    """Stage medians of ``algo`` (``NAME`` or ``NAME:PRESET``) on ``device`` over ``frames[warm:]``."""
     from bgsub.settings import resolve_algorithm
 
     name, _, preset = algo.partition(":")
     name, params = resolve_algorithm(name, [], None, preset or None)
-    sub = bgsub.create(name, **params)
+    sub = bgsub.create(name, device=device, **params)
     t0 = time.perf_counter()
     sub.apply(frames[0])
     first = (time.perf_counter() - t0) * 1e3
     for f in frames[1:warm]:
         sub.apply(f)
-    clock = _Clock()
-    rows: dict[str, list[float]] = {k: [] for k in (*STAGES, "apply")}
+    clock = _Clock(_gpu_wait(sub))
+    rows: dict[str, list[float]] = {k: [] for k in (*STAGES, "upload", "apply")}
     summed, stepped = [], []
     with _instrumented(sub, clock):
         for f in frames[warm:]:
@@ -128,12 +167,12 @@ def profile(algo: str, frames: list[np.ndarray], warm: int) -> dict[str, float]:
             total = (time.perf_counter() - t0) * 1e3
             inner = sum(clock.now.get(k, 0.0) for k in ("prepare", "stabilise", "illum", "frame", "post"))
             clock.now["other"] = max(0.0, total - inner)
-            for k in STAGES:
+            for k in (*STAGES, "upload"):
                 rows[k].append(clock.now.get(k, 0.0))
             rows["apply"].append(total)
             n = sub.frame_shape_[0] * sub.frame_shape_[1]
             stepped.append(float(sub._stepped.sum()) / n)
-            if getattr(sub, "_summed", None) is not None:
+            if getattr(sub, "_summed", None) is not None and device == "cpu":  # (the GPU sums every pixel)
                 summed.append(float(sub._summed.sum()) / n)
     out = {k: statistics.median(v) for k, v in rows.items()}
     out["first"] = first
@@ -161,10 +200,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--frames", type=int, default=40, help="timed frames (default 40)")
     ap.add_argument("--warmup", type=int, default=60, help="frames before timing (default 60, as bgsub bench)")
     ap.add_argument("--threads", type=int, default=2, help="numba and OpenCV threads (default 2)")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="the engine profiled (default cpu; cuda: the GPU engine, KNN still on the CPU)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     if a.frames < 1 or a.warmup < 1:
         ap.error(f"--frames and --warmup must be >= 1, got {a.frames} and {a.warmup}")
+    if a.device == "cuda":
+        from bgsub.models._cuda_engine import cuda_runtime
+
+        try:
+            cuda_runtime()
+        except ValueError as exc:
+            ap.error(str(exc))
     import numba
 
     numba.set_num_threads(min(a.threads, numba.config.NUMBA_NUM_THREADS))
@@ -172,20 +220,21 @@ def main(argv: list[str] | None = None) -> int:
     algos = a.algo or ["olkn", "norma"]
     sizes = [tuple(int(v) for v in s.split("x")) for s in (a.size or ["320x240", "1280x720", "1920x1080"])]
     src, origin = load_frames(a.warmup + a.frames)
-    report = {"source": origin, "threads": a.threads, "rows": []}
+    report = {"source": origin, "threads": a.threads, "device": a.device, "rows": []}
     for (w, h) in sizes:
         frames = [cv2.resize(f, (w, h), interpolation=cv2.INTER_AREA if w < f.shape[1] else cv2.INTER_LINEAR)
                   for f in src]
         knn = knn_ms(frames, a.warmup)
         for algo in algos:
-            r = profile(algo, frames, a.warmup)
+            r = profile(algo, frames, a.warmup, a.device)
             r.update(algo=algo, size=f"{w}x{h}", knn=knn, ratio=knn / r["apply"])
             report["rows"].append(r)
     if a.json:
         print(json.dumps(report))
         return 0
-    print(f"frames: {origin}; {a.threads} threads; ms per frame (median of {a.frames} after {a.warmup})\n")
-    cols = (*STAGES, "apply", "knn")
+    print(f"frames: {origin}; {a.threads} threads; {a.device}; ms per frame (median of {a.frames} after "
+          f"{a.warmup})\n")
+    cols = (*STAGES, *(("upload",) if a.device == "cuda" else ()), "apply", "knn")
     print("| size | algo | " + " | ".join(cols) + " | ×knn | first | summed | stepped |")
     print("|---|---|" + "---|" * (len(cols) + 4))
     for r in report["rows"]:

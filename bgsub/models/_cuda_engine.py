@@ -11,9 +11,12 @@ CPU engine's own step functions).
 
 What stays on the CPU: the stages around the model (reading and scaling frames,
 the stabiliser, the illumination gain -- estimated from the ~1,000 grid pixels'
-state, downloaded for it --, the median, the component filters, the blink
-feedback's dilated output mask, which goes up each frame while ``blink_gain`` is
-on) and the first frame's bootstrap (run by the CPU engine, then uploaded).
+state, downloaded for it --, the clutter count, the component filters, and the
+blink feedback's dilation of an output mask the component filters changed, which
+then goes up at the next frame) and the first frame's bootstrap (run by the CPU
+engine, then uploaded). The median, and the blink margin's dilation of an output
+mask the device holds, run on the GPU. A model's kernels and copies run on one
+CUDA stream; what comes back every frame lands in page-locked buffers.
 
 The host's state arrays are kept current on demand: reading one of them from
 outside ``apply`` (a checkpoint's ``save``, ``getBackgroundImage``, user code)
@@ -34,6 +37,7 @@ import numpy as np
 from bgsub.devices import DEVICES
 from bgsub.models import _cuda_kernels as ck
 from bgsub.models import _illumination, _state
+from bgsub.models.base import BLINK_MARGIN
 from bgsub.models.norma import NORMASubtractor
 from bgsub.models.olkn import OLKNSubtractor
 from learners.expansion import needs_renormalise
@@ -128,11 +132,18 @@ class _DeviceBacked:
 
 class _DeviceState:
     """The device arrays of one model (:mod:`bgsub.models._cuda_kernels`'s layout), its transfers and the
-    median."""
+    median.
+
+    Every kernel and copy of the model runs on one CUDA stream (:meth:`run`, :meth:`up`, :meth:`down`), in the
+    order issued; the host waits for it only where it reads what came back (:meth:`wait`). What comes back every
+    frame -- the median's output, the rows' step counts, the illumination grid's state -- lands in page-locked
+    (pinned) host buffers kept from frame to frame, which the GPU copies into directly; the median's buffer is
+    the mask the component filters read (the subtractor's ``apply`` returns a copy)."""
 
     def __init__(self, cuda, H: int, W: int, B: int, C: int) -> None:
         e = cuda.device_array
         self.cuda = cuda
+        self.stream = cuda.stream()
         self.kernels = ck.kernels(cuda)
         self.shape = (H, W, B, C)
         self.frame = e((H, W, C), np.uint8)
@@ -151,59 +162,88 @@ class _DeviceState:
         self.oldest = e((H, W), np.float64)
         self.blocks, self.threads = ck.frame_grid(H, W)
         self.stepped = e(self.blocks, np.int64)  # stepped pixels by row and block
-        self.stepped_host = np.empty(self.blocks, np.int64)
+        self.stepped_host = cuda.pinned_array(self.blocks, np.int64)
         self.counts = e((H, W), np.int32)  # the median's column counts
         self.median_out = e((H, W), np.uint8)
-        self.median_host = None  # the host's copy of the last median (median_out)
+        self.median_pinned = cuda.pinned_array((H, W), np.uint8)  # where the median's output comes back
+        self.median_host = None  # median_pinned while it holds the last median of the current raw mask
         self._lut_host = None
         self.lut = None
         self._grid = None
 
+    def run(self, kernel, blocks, threads, *args) -> None:
+        """Launch ``kernel`` on the model's stream."""
+        ck.launch(kernel, blocks, threads, self.stream, *args)
+
+    def up(self, device_array, host: np.ndarray) -> None:
+        """Copy ``host`` into ``device_array`` on the model's stream (a pageable ``host`` may be reused as soon
+        as this returns: the driver has staged it)."""
+        device_array.copy_to_device(host, stream=self.stream)
+
+    def down(self, device_array, host: np.ndarray | None = None, wait: bool = True):
+        """Copy ``device_array`` into ``host`` (None: a new array) on the model's stream; ``wait``: return once it
+        is there."""
+        out = device_array.copy_to_host(host, stream=self.stream)
+        if wait:
+            self.wait()
+        return out
+
+    def wait(self) -> None:
+        """Until everything issued on the model's stream has run."""
+        self.stream.synchronize()
+
     def upload(self, h: dict) -> None:
         """The host's state (``h``: the model's ``__dict__``) to the device."""
         samples, coef, ring, rho = self.state
-        samples.copy_to_device(np.ascontiguousarray(h["samples_"].transpose(2, 3, 0, 1)))
-        coef.copy_to_device(np.ascontiguousarray(h["coef_"].transpose(2, 0, 1)))
-        ring.copy_to_device(np.ascontiguousarray(h["ring_"].transpose(2, 0, 1), dtype=np.int32))
-        rho.copy_to_device(np.ascontiguousarray(h["rho_"]))
-        self.blink.copy_to_device(np.ascontiguousarray(h["blink_"]))
-        self.prev.copy_to_device(np.ascontiguousarray(h["prev_mask_"]))
-        self.post.copy_to_device(np.ascontiguousarray(h["post_mask_"]))
+        self.up(samples, np.ascontiguousarray(h["samples_"].transpose(2, 3, 0, 1)))
+        self.up(coef, np.ascontiguousarray(h["coef_"].transpose(2, 0, 1)))
+        self.up(ring, np.ascontiguousarray(h["ring_"].transpose(2, 0, 1), dtype=np.int32))
+        self.up(rho, np.ascontiguousarray(h["rho_"]))
+        self.up(self.blink, np.ascontiguousarray(h["blink_"]))
+        self.up(self.prev, np.ascontiguousarray(h["prev_mask_"]))
+        self.up(self.post, np.ascontiguousarray(h["post_mask_"]))
         self.raw = None
 
     def download(self, h: dict) -> None:
         """The device's state into the host's arrays (in place: references to them stay valid)."""
         samples, coef, ring, rho = self.state
-        h["samples_"][...] = samples.copy_to_host().transpose(2, 3, 0, 1)
-        h["coef_"][...] = coef.copy_to_host().transpose(1, 2, 0)
-        h["ring_"][...] = ring.copy_to_host().transpose(1, 2, 0)
-        rho.copy_to_host(h["rho_"])
-        self.blink.copy_to_host(h["blink_"])
+        s, c, r = self.down(samples, wait=False), self.down(coef, wait=False), self.down(ring, wait=False)
+        self.down(rho, h["rho_"], wait=False)
+        self.down(self.blink, h["blink_"])
+        h["samples_"][...] = s.transpose(2, 3, 0, 1)
+        h["coef_"][...] = c.transpose(1, 2, 0)
+        h["ring_"][...] = r.transpose(1, 2, 0)
 
     def download_grid(self, h: dict) -> None:
         """The state and previous raw mask of the illumination estimate's grid pixels
-        (:func:`bgsub.models._illumination.grid_ratios`) into the host's arrays, at those pixels only."""
+        (:func:`bgsub.models._illumination.grid_ratios`) into the host's arrays, at those pixels only: gathered
+        on the GPU, four copies into pinned buffers, one wait."""
         H, W, B, C = self.shape
         if self._grid is None:
             s = _illumination.grid_step(H, W)
             rows, cols = np.meshgrid(np.arange(s // 2, H, s), np.arange(s // 2, W, s), indexing="ij")
             rows, cols = rows.ravel(), cols.ravel()
             G = rows.size
-            e = self.cuda.device_array
-            self._grid = (rows, cols, self.cuda.to_device(rows), self.cuda.to_device(cols), e((G, B, C), np.uint8),
-                          e((G, B), np.float32), e((G, 2), np.int32), e(G, np.uint8))
-        rows, cols, drows, dcols, gs, gc, gr, gm = self._grid
-        ck.launch(self.kernels.gather_grid, -(-rows.size // 128), 128, self.state, self.prev, drows, dcols,
-                  (gs, gc, gr, gm))
-        h["samples_"][rows, cols] = gs.copy_to_host()
-        h["coef_"][rows, cols] = gc.copy_to_host()
-        h["ring_"][rows, cols] = gr.copy_to_host()
-        h["prev_mask_"][rows, cols] = gm.copy_to_host()
+            e, pinned = self.cuda.device_array, self.cuda.pinned_array
+            shapes = (((G, B, C), np.uint8), ((G, B), np.float32), ((G, 2), np.int32), (G, np.uint8))
+            self._grid = (rows, cols, self.cuda.to_device(rows, stream=self.stream),
+                          self.cuda.to_device(cols, stream=self.stream), tuple(e(*a) for a in shapes),
+                          tuple(pinned(*a) for a in shapes))
+        rows, cols, drows, dcols, dev, host = self._grid
+        self.run(self.kernels.gather_grid, -(-rows.size // 128), 128, self.state, self.prev, drows, dcols, dev)
+        for d, hbuf in zip(dev, host):
+            self.down(d, hbuf, wait=False)
+        self.wait()
+        gs, gc, gr, gm = host
+        h["samples_"][rows, cols] = gs
+        h["coef_"][rows, cols] = gc
+        h["ring_"][rows, cols] = gr
+        h["prev_mask_"][rows, cols] = gm
 
     def device_lut(self, lut: np.ndarray):
         """The Gaussian table on the device (uploaded again when the model's table changes)."""
         if lut is not self._lut_host:
-            self.lut = self.cuda.to_device(lut)
+            self.lut = self.cuda.to_device(lut, stream=self.stream)
             self._lut_host = lut
         return self.lut
 
@@ -214,7 +254,7 @@ class _DeviceState:
             return self.own
         if mask is self.median_host:
             return self.median_out
-        self.ext.copy_to_device(np.ascontiguousarray(mask))
+        self.up(self.ext, np.ascontiguousarray(mask))
         return self.ext
 
     def wrote_raw(self) -> None:
@@ -226,19 +266,37 @@ class _DeviceState:
         """After a learning frame: its raw mask is the next frame's previous mask (as the host copies it)."""
         self.prev, self.mask = self.mask, self.prev
 
+    def _window(self, src, k: int, at_least: int, out) -> None:
+        """``out``: 255 where the ``k x k`` window around a pixel of the 0/255 mask ``src`` holds ``at_least`` set
+        pixels (:func:`bgsub.models._cuda_kernels.window_pass`, two passes through ``counts``)."""
+        blocks, threads = ck.window_blocks(*self.shape[:2])
+        self.run(self.kernels.window_pass, blocks, threads, src, k, True, at_least, self.counts)
+        self.run(self.kernels.window_pass, blocks, threads, self.counts, k, False, at_least, out)
+
     def median(self, k: int) -> np.ndarray:
         """The binary median of the last raw mask with a ``k x k`` window (:func:`bgsub.pipeline.masks.binary_median`,
-        the same result), downloaded."""
-        blocks, threads = ck.median_blocks(*self.shape[:2])
-        ck.launch(self.kernels.median_pass, blocks, threads, self.raw, k, True, self.counts)
-        ck.launch(self.kernels.median_pass, blocks, threads, self.counts, k, False, self.median_out)
-        self.median_host = self.median_out.copy_to_host()
+        the same result), downloaded into the pinned buffer (which the next median overwrites)."""
+        self._window(self.raw, k, k * k // 2 + 1, self.median_out)
+        self.median_host = self.down(self.median_out, self.median_pinned)
         return self.median_host
+
+    def holding(self, mask: np.ndarray, host_raw: np.ndarray):
+        """The device array that holds the host mask ``mask`` as it is, or None: the last median's output while
+        ``mask`` is its download, the raw mask while ``mask`` is the host's raw mask ``host_raw`` (downloaded)."""
+        if mask is self.median_host:
+            return self.median_out
+        if mask is host_raw and self.raw is not None:
+            return self.raw
+        return None
+
+    def dilate_into_post(self, src, k: int) -> None:
+        """``post``: the device mask ``src`` dilated by the ``k x k`` square (``cv2.dilate``'s result)."""
+        self._window(src, k, 1, self.post)
 
 
 #: Instance attributes of the GPU engine (not the model's): dropped when a model moves to the CPU.
 _ENGINE_KEYS = ("_cuda", "_dev", "_dev_ahead", "_host_ahead", "_internal", "_score_stale", "_raw_stale", "_prev_stale",
-                "_host_phase")
+                "_post_stale", "_host_phase")
 
 
 class CudaEngine:
@@ -260,6 +318,7 @@ class CudaEngine:
     rho_ = _DeviceBacked()
     blink_ = _DeviceBacked()
     prev_mask_ = _DeviceBacked()
+    post_mask_ = _DeviceBacked()
     _FRAME_KERNEL = ""
 
     def __init__(self, **params: Any) -> None:
@@ -282,13 +341,17 @@ class CudaEngine:
         d = self.__dict__
         d["_dev"] = None
         d["_dev_ahead"] = d["_host_ahead"] = d["_score_stale"] = d["_raw_stale"] = d["_prev_stale"] = False
+        d["_post_stale"] = False
 
     def _allocate(self, H: int, W: int, C: int) -> None:
         super()._allocate(H, W, C)
         d = self.__dict__
         d["_dev"] = None  # allocated (and the host's state uploaded) at the next frame
-        d["_dev_ahead"] = d["_score_stale"] = d["_raw_stale"] = d["_prev_stale"] = False
+        d["_dev_ahead"] = d["_score_stale"] = d["_raw_stale"] = d["_prev_stale"] = d["_post_stale"] = False
         d["_host_ahead"] = True
+        raw = d["_cuda"].pinned_array((H, W), np.uint8)  # the raw mask comes back into page-locked memory
+        raw[...] = 0
+        d["_rawmask"] = raw
 
     def _download_state(self) -> None:
         """The device's per-pixel state, raw masks and score map into the host's arrays."""
@@ -298,8 +361,11 @@ class CudaEngine:
             d["_dev_ahead"] = False
         self._sync_raw()
         if d.get("_prev_stale", False):
-            d["_dev"].prev.copy_to_host(d["prev_mask_"])
+            d["_dev"].down(d["_dev"].prev, d["prev_mask_"])
             d["_prev_stale"] = False
+        if d.get("_post_stale", False):
+            d["_dev"].down(d["_dev"].post, d["post_mask_"])
+            d["_post_stale"] = False
         self._sync_score()
 
     def _sync_raw(self) -> None:
@@ -307,13 +373,13 @@ class CudaEngine:
         device)."""
         d = self.__dict__
         if d.get("_raw_stale", False):
-            d["_dev"].raw.copy_to_host(d["_rawmask"])
+            d["_dev"].down(d["_dev"].raw, d["_rawmask"])
             d["_raw_stale"] = False
 
     def _sync_score(self) -> None:
         d = self.__dict__
         if d.get("_dev") is not None and d.get("_score_stale", False):
-            d["_dev"].score.copy_to_host(d["_score"])
+            d["_dev"].down(d["_dev"].score, d["_score"])
             d["_score_stale"] = False
 
     def _ready(self, img: np.ndarray) -> _DeviceState:
@@ -328,9 +394,9 @@ class CudaEngine:
         if d["_host_ahead"]:
             dev.upload(d)
             d["_host_ahead"] = False
-        elif self.params.get("blink_gain", 0.0) > 0.0:
-            dev.post.copy_to_device(d["post_mask_"])
-        dev.frame.copy_to_device(img)
+        elif self.params.get("blink_gain", 0.0) > 0.0 and not d["_post_stale"]:
+            dev.up(dev.post, d["post_mask_"])  # the host dilated the last output mask
+        dev.up(dev.frame, img)
         return dev
 
     def _ran(self) -> None:
@@ -391,7 +457,7 @@ class CudaEngine:
         if self._on_host():
             return super()._score_pass(img, learn)
         dev = self._ready(img)
-        ck.launch(dev.kernels.score_frame, dev.blocks, dev.threads, *self._head(dev), float(self._score_offset),
+        dev.run(dev.kernels.score_frame, dev.blocks, dev.threads, *self._head(dev), float(self._score_offset),
                   dev.score, dev.f, dev.oldest, dev.mask, dev.own, self._feedback(dev, dev.prev, learn))
         self._wrote_raw(dev)
         self._ran()
@@ -401,12 +467,31 @@ class CudaEngine:
             return super()._frame(img, p_bg, p_fg, p_diff, mask_out, nbr_mask)
         dev = self._ready(img)
         nbr = dev.prev if nbr_mask is self.prev_mask_ else dev.given(nbr_mask, self._own)
-        ck.launch(getattr(dev.kernels, self._FRAME_KERNEL), dev.blocks, dev.threads, *self._head(dev), self._rule(),
+        dev.run(getattr(dev.kernels, self._FRAME_KERNEL), dev.blocks, dev.threads, *self._head(dev), self._rule(),
                   self._policy(p_bg, p_fg, p_diff), self._feedback(dev, nbr), (dev.score, dev.mask, dev.stepped))
         self._wrote_raw(dev)
         if mask_out is not self.__dict__["_rawmask"]:  # (the model's frames write _rawmask, read when asked)
-            dev.raw.copy_to_host(mask_out)
+            dev.down(dev.raw, mask_out)
         self._stepped_on_device(dev, nbr is dev.prev)
+
+    def _remember_raw(self) -> None:
+        # the device keeps the previous raw mask itself (_stepped_on_device); the host's copy is downloaded when read
+        if not self.__dict__.get("_prev_stale", False):
+            self._sync_raw()
+            super()._remember_raw()
+
+    def _remember_output(self, mask: np.ndarray) -> None:
+        # the blink margin dilated on the device where the output mask is one the device holds (the median's output,
+        # or the raw mask, that no component filter changed): nothing goes up at the next frame
+        d = self.__dict__
+        dev = d.get("_dev")
+        src = None if dev is None or self._on_host() else dev.holding(mask, d["_rawmask"])
+        if src is None:
+            super()._remember_output(mask)
+            d["_post_stale"] = False
+        else:
+            dev.dilate_into_post(src, BLINK_MARGIN)
+            d["_post_stale"] = True
 
     def _wrote_raw(self, dev: _DeviceState) -> None:
         """After a kernel wrote the raw mask on the device (the host's copy is downloaded when read)."""
@@ -416,7 +501,7 @@ class CudaEngine:
     def _stepped_on_device(self, dev: _DeviceState, learned: bool) -> None:
         """After a learning kernel: the rows' step counts downloaded; ``learned``: the raw mask becomes the
         previous one (the host's ``prev_mask_``, downloaded when read)."""
-        dev.stepped.copy_to_host(dev.stepped_host)
+        dev.down(dev.stepped, dev.stepped_host)
         np.sum(dev.stepped_host, axis=1, out=self._stepped)
         if learned:
             dev.learned()
@@ -470,7 +555,8 @@ class CudaEngine:
 
 def _fresh_engine(cuda) -> dict:
     return {"_cuda": cuda, "_dev": None, "_dev_ahead": False, "_host_ahead": True, "_internal": False,
-            "_score_stale": False, "_raw_stale": False, "_prev_stale": False, "_host_phase": False}
+            "_score_stale": False, "_raw_stale": False, "_prev_stale": False, "_post_stale": False,
+            "_host_phase": False}
 
 
 class CudaOLKNSubtractor(CudaEngine, OLKNSubtractor):
@@ -497,7 +583,7 @@ class CudaNORMASubtractor(CudaEngine, NORMASubtractor):
         if self._on_host():
             return super()._update(img, mask, p_bg, p_fg, p_diff)
         dev = self._dev
-        ck.launch(dev.kernels.norma_update_frame, dev.blocks, dev.threads, *self._head(dev), self._rule(),
+        dev.run(dev.kernels.norma_update_frame, dev.blocks, dev.threads, *self._head(dev), self._rule(),
                   self._policy(p_bg, p_fg, p_diff), (dev.f, dev.given(mask, self._own)), (dev.stepped,))
         self._stepped_on_device(dev, True)
 

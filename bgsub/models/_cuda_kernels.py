@@ -35,9 +35,10 @@ one row, a thread a pixel (the grid: :func:`frame_grid`); it counts its stepped 
 CPU loops' ``stepped``. (Measured on an H200 at 1920x1080: 0.49 ms an olkn frame, where one block per
 row striding over it took 0.98.) No texture features (the engine refuses them).
 
-:func:`median_pass` is the mask filter's binary median
-(:func:`bgsub.pipeline.masks.binary_median`, ``cv2.medianBlur`` of a 0/255 mask) on the device: a
-window's count of set pixels, by columns then by rows (two passes), against half its size.
+:func:`window_pass` runs the mask filter's binary median (:func:`bgsub.pipeline.masks.binary_median`,
+``cv2.medianBlur`` of a 0/255 mask) and the blink margin's dilation (``cv2.dilate`` by a square) on the
+device: a window's count of set pixels, by columns then by rows (two passes), against half its size or
+against 1.
 
 This module imports numba.cuda only in :func:`kernels` (numba-cuda is an optional
 extra, :mod:`bgsub.models._cuda_engine` says what is missing).
@@ -57,12 +58,12 @@ from learners.expansion import expansion_sum
 from learners.kernels import GAUSSIAN_LUT
 from learners.steps import RHO_QUANTILE, norma_novelty_update
 
-__all__ = ["kernels", "device_function", "ROW_THREADS", "MEDIAN_THREADS", "launch", "frame_grid", "median_blocks"]
+__all__ = ["kernels", "device_function", "ROW_THREADS", "WINDOW_THREADS", "launch", "frame_grid", "window_blocks"]
 
 #: Threads of a frame kernel's block: a run of this many pixels of a row (fewer for narrow frames).
 ROW_THREADS = 128
-#: The median's blocks: ``(rows, columns)`` of threads, one pixel each.
-MEDIAN_THREADS = (8, 32)
+#: The window passes' blocks: ``(rows, columns)`` of threads, one pixel each.
+WINDOW_THREADS = (8, 32)
 
 _cuda = None  # numba.cuda once imported (:func:`kernels`)
 _DEVICE: dict = {}  # python function -> its CUDA device function
@@ -293,11 +294,12 @@ def score_frame(frame, state, scale, lut, offset, score, f_out, oldest_out, mask
         _decide(level, f, feedback, i, j, score, mask)
 
 
-def median_pass(src, k, vertical, out):
-    """A pass of the binary median over a ``k x k`` window (replicated border). ``vertical``: ``out[i, j]`` counts
-    the set pixels of the mask ``src`` in the ``k`` rows around row ``i``; else ``out[i, j]`` is 255 where the
-    counts ``src`` of the ``k`` columns around ``j`` sum to more than half the window, 0 elsewhere -- the median
-    of a 0/255 mask."""
+def window_pass(src, k, vertical, at_least, out):
+    """A pass of a count over a ``k x k`` window (replicated border) of a 0/255 mask. ``vertical``: ``out[i, j]``
+    counts the set pixels of the mask ``src`` in the ``k`` rows around row ``i``; else ``out[i, j]`` is 255 where
+    the counts ``src`` of the ``k`` columns around ``j`` sum to ``at_least`` or more, 0 elsewhere. ``at_least``
+    ``k * k // 2 + 1``: the binary median; 1: the dilation by the ``k x k`` square (``cv2.dilate``'s: the
+    replicated border adds only pixels the window holds already)."""
     i, j = cuda.grid(2)  # noqa: F821
     H, W = src.shape
     if i < H and j < W:
@@ -311,7 +313,7 @@ def median_pass(src, k, vertical, out):
         if vertical:
             out[i, j] = n
         else:
-            out[i, j] = 255 if 2 * n > k * k else 0
+            out[i, j] = 255 if n >= at_least else 0
 
 
 def gather_grid(state, prev, rows, cols, out):
@@ -333,7 +335,7 @@ def gather_grid(state, prev, rows, cols, out):
         gprev[k] = prev[i, j]
 
 
-_KERNEL_FUNCTIONS = (olkn_frame, norma_frame, norma_update_frame, score_frame, median_pass, gather_grid)
+_KERNEL_FUNCTIONS = (olkn_frame, norma_frame, norma_update_frame, score_frame, window_pass, gather_grid)
 
 
 def kernels(cuda_module) -> _pytypes.SimpleNamespace:
@@ -354,21 +356,21 @@ def frame_grid(H: int, W: int) -> tuple[tuple[int, int], int]:
     return (H, -(-W // threads)), threads
 
 
-def median_blocks(H: int, W: int) -> tuple[tuple[int, int], tuple[int, int]]:
-    """``(blocks, threads)`` of the median's passes over an ``H x W`` mask."""
-    th = MEDIAN_THREADS
+def window_blocks(H: int, W: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """``(blocks, threads)`` of the window passes over an ``H x W`` mask."""
+    th = WINDOW_THREADS
     return (-(-H // th[0]), -(-W // th[1])), th
 
 
-def launch(kernel, blocks, threads, *args) -> None:
-    """``kernel[blocks, threads](*args)``; under the simulator the 64-bit hash's wrap-around (which numpy
-    scalars report as an overflow) is not a warning."""
+def launch(kernel, blocks, threads, stream, *args) -> None:
+    """``kernel[blocks, threads, stream](*args)`` (``stream`` 0: the default stream); under the simulator the
+    64-bit hash's wrap-around (which numpy scalars report as an overflow) is not a warning."""
     if _simulated():
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
-            kernel[blocks, threads](*args)
+            kernel[blocks, threads, stream](*args)
     else:
-        kernel[blocks, threads](*args)
+        kernel[blocks, threads, stream](*args)
 
 
 def signatures() -> dict[str, tuple]:
@@ -394,7 +396,7 @@ def signatures() -> dict[str, tuple]:
         "norma_frame": [head + (norma, policy, feedback, out)],
         "norma_update_frame": [head + (norma, policy, t(a(f64, 2), a(u8, 2)), t(a(i64, 2)))],
         "score_frame": [head + (f64, a(f32, 2), a(f64, 2), a(f64, 2), a(u8, 2), a(u8, 2), feedback)],
-        "median_pass": [(a(u8, 2), i64, nt.boolean, a(i32, 2)), (a(i32, 2), i64, nt.boolean, a(u8, 2))],
+        "window_pass": [(a(u8, 2), i64, nt.boolean, i64, a(i32, 2)), (a(i32, 2), i64, nt.boolean, i64, a(u8, 2))],
         "gather_grid": [(head[1], a(u8, 2), a(i64, 1), a(i64, 1), t(a(u8, 3), a(f32, 2), a(i32, 2), a(u8, 1)))],
     }
 

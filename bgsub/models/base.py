@@ -37,8 +37,10 @@ _PROB_ONE = fk.PROB_ONE
 #: (:meth:`PixelKernelSubtractor._texture_args`).
 _NO_PATTERNS = (False, np.zeros((1, 1, 1, 16), np.uint8), np.zeros(256, np.uint8))
 
-#: Neighbourhood of the previous output's foreground in which decision flips do not count as blinking.
-_BLINK_MARGIN = np.ones((5, 5), np.uint8)
+#: Neighbourhood of the previous output's foreground in which decision flips do not count as blinking: the
+#: side of the square by which the output mask is dilated (:meth:`PixelKernelSubtractor._remember_output`).
+BLINK_MARGIN = 5
+_BLINK_SQUARE = np.ones((BLINK_MARGIN, BLINK_MARGIN), np.uint8)
 
 
 def _prob(p: float) -> int:
@@ -207,7 +209,6 @@ class PixelKernelSubtractor(StagedSubtractor):
         n = _illumination.grid_size(H, W)  # the illumination estimate's ratios, their blocks, room to sort
         self._gain_scratch = (np.empty(n, dtype=np.float64), np.empty(n, dtype=np.int64),
                               np.empty(n, dtype=np.float64))
-        self._mask = self._rawmask
         self._buffers_full = False  # :meth:`_all_full`
         if self._texture_on():
             self.texture_ = np.zeros((H, W, B, C), dtype=np.uint16)
@@ -275,15 +276,23 @@ class PixelKernelSubtractor(StagedSubtractor):
                 else:
                     mask = self._postprocess(self._rawmask)
                     self._update(img, mask, p_bg, p_fg, p_diff)
-            self.prev_mask_[...] = self._rawmask
+            self._remember_raw()
             self.n_steps_ += int(self._stepped.sum())
             self._advance_scale()
         if mask is None:
             mask = self._postprocess(self._rawmask)
         if self.params.get("blink_gain", 0.0) > 0:
-            # where the last output was foreground, or next to it, flips are an object's edges, not blinking
-            cv2.dilate(mask, _BLINK_MARGIN, dst=self.post_mask_)
+            self._remember_output(mask)
         return mask
+
+    def _remember_raw(self) -> None:
+        """After a learning frame: its raw mask is the next frame's previous mask (diffusion reads it)."""
+        self.prev_mask_[...] = self._rawmask
+
+    def _remember_output(self, mask: np.ndarray) -> None:
+        """The blink feedback's margin of the output ``mask``: where the last output was foreground, or next to it,
+        flips are an object's edges, not blinking (``post_mask_``, the dilation by :data:`BLINK_MARGIN`)."""
+        cv2.dilate(mask, _BLINK_SQUARE, dst=self.post_mask_)
 
     def _blink_args(self, learn: bool = True) -> tuple:
         """``(post, gain, up, down)`` of the blink feedback (``post``: the previous output mask); a frame

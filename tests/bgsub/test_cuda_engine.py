@@ -151,6 +151,52 @@ def test_the_gpu_median_is_the_cpu_median(k):
 
 
 @needs_runtime
+@pytest.mark.parametrize("k", [3, 5])
+def test_the_gpu_dilation_is_cv2s(k):
+    import cv2
+
+    from bgsub.models._cuda_engine import _DeviceState
+
+    cuda = ce.cuda_runtime()
+    for m in random_masks(np.random.default_rng(10 + k), shapes=((12, 16), (9, 7), (4, 3))):
+        H, W = m.shape
+        m[:, :] = np.where(np.random.default_rng(k).random((H, W)) < 0.1, 255, 0)  # sparse: the dilation shows
+        dev = _DeviceState(cuda, H, W, 2, 3)
+        dev.mask.copy_to_device(m)
+        dev.dilate_into_post(dev.mask, k)
+        np.testing.assert_array_equal(dev.post.copy_to_host(), cv2.dilate(m, np.ones((k, k), np.uint8)))
+
+
+@needs_runtime
+@pytest.mark.parametrize("params", [{"median": 3, "fill_holes": 0, "min_area": 0},
+                                    {"median": 0, "fill_holes": 0, "min_area": 0}, {"median": 3, "min_area": 40}])
+def test_the_blink_margin_is_dilated_where_the_output_is(monkeypatch, params):
+    # an output mask the device holds (the median's, or the raw mask, unchanged by the component filters) is dilated
+    # there, and nothing goes up for the blink feedback at the next frame; one the component filters changed is
+    # dilated on the host and goes up. Either way the masks and the state are the CPU engine's
+    from bgsub.models._cuda_engine import _DeviceState
+
+    ups = []
+    up = _DeviceState.up
+    monkeypatch.setattr(_DeviceState, "up", lambda self, d, h: ups.append(d is self.post) or up(self, d, h))
+    cpu = bgsub.create("olkn", **params)
+    gpu = bgsub.create("olkn", device="cuda", **params)
+    on_device = []
+    for f in clip(12, seed=8):
+        ups.clear()
+        np.testing.assert_array_equal(gpu.apply(f), cpu.apply(f))
+        on_device.append((gpu.__dict__["_post_stale"], any(ups)))
+    assert_same_state(cpu, gpu)  # post_mask_ included (downloaded when read)
+    for (stale, _), (_, uploaded) in zip(on_device, on_device[1:]):
+        assert uploaded != stale  # the host's dilation goes up at the next frame, the device's does not
+    dilated = sum(stale for stale, _ in on_device[1:])
+    if params.get("min_area") == 40:  # the filter removes the block: then dilated on the host
+        assert dilated < len(on_device) - 1
+    else:
+        assert dilated == len(on_device) - 1
+
+
+@needs_runtime
 def test_median_and_clutter_rule_on_the_gpu_equal_the_cpus(monkeypatch):
     # the median, and the larger aperture while the mask is cluttered, run on the device; the component filters
     # on the CPU: the output masks are the CPU engine's
@@ -175,6 +221,64 @@ def test_median_and_clutter_rule_on_the_gpu_equal_the_cpus(monkeypatch):
     assert gpu.blobs_ == cpu.blobs_
     assert ran.count(5) == 5 and ran.count(3) == 10
     assert (m > 0).sum() >= 4
+
+
+@needs_runtime
+def test_one_stream_and_kept_pinned_buffers(monkeypatch):
+    # every kernel and copy of a model runs on its own stream, and what comes back every frame (the median, the
+    # step counts, the illumination grid) lands in the same page-locked buffers frame after frame, never in the
+    # mask apply returns
+    from numba import cuda
+
+    from bgsub.models import _cuda_kernels as ck
+
+    streams, pinned = [], []
+    launch = ck.launch
+    monkeypatch.setattr(ck, "launch", lambda kernel, b, t, stream, *a: streams.append(stream) or launch(kernel, b, t,
+                                                                                                       stream, *a))
+    pinned_array = cuda.pinned_array
+    monkeypatch.setattr(cuda, "pinned_array", lambda *a, **k: pinned.append(pinned_array(*a, **k)) or pinned[-1])
+    copies = []
+    for name in ("copy_to_host", "copy_to_device"):
+        cls = type(cuda.device_array(1, np.uint8))
+        real = getattr(cls, name)
+
+        def spy(self, ary=None, stream=0, _real=real):
+            copies.append(stream)
+            return _real(self, ary, stream=stream)
+
+        monkeypatch.setattr(cls, name, spy)
+    gpu = bgsub.create("olkn", device="cuda")
+    frames = clip(8, seed=3)
+    outs, medians = [], set()
+    for f in frames:
+        outs.append(gpu.apply(f))
+        dev = gpu.__dict__["_dev"]
+        if dev.median_host is not None:
+            medians.add(id(dev.median_host))
+            assert not np.shares_memory(outs[-1], dev.median_host)
+    stream = gpu.__dict__["_dev"].stream
+    assert len(streams) >= 3 * (len(frames) - 1) and all(s is stream for s in streams)
+    assert copies and all(s is stream for s in copies)
+    assert medians == {id(gpu.__dict__["_dev"].median_pinned)}
+    assert any(b is gpu.__dict__["_dev"].stepped_host for b in pinned)
+    assert len(pinned) == 7  # the raw mask, the median, the step counts, the grid's four arrays: allocated once
+
+
+@needs_runtime
+def test_the_profile_times_the_gpu_engines_stages():
+    # benchmarks/bgsub_profile.py --device cuda: every stage waits for the model's stream, the median is the GPU's,
+    # the upload a part of the frame; nothing stays wrapped
+    from bgsub.models._cuda_engine import _DeviceState
+    from tests._scripts import load_benchmark
+
+    prof = load_benchmark("bgsub_profile")
+    median = _DeviceState.median
+    out = prof.profile("olkn", clip(6, seed=4), warm=3, device="cuda")
+    assert _DeviceState.median is median
+    assert out["frame"] > 0 and out["median"] > 0 and 0 < out["upload"] <= out["frame"]
+    assert out["median"] <= out["post"] * 1.001 + 1e-3
+    assert 0.0 < out["stepped"] <= 1.0
 
 
 @needs_runtime
@@ -297,10 +401,12 @@ def test_kernels_compile_for_the_gpu():
     code = "import json\nfrom bgsub.models._cuda_kernels import compile_ptx_all\nprint(json.dumps(compile_ptx_all()))\n"
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
                          timeout=1200)
-    if out.returncode != 0 and "nvvm" in out.stderr.lower():
-        pytest.skip("numba-cuda's NVVM (the CUDA toolkit's compiler) is not installed")
+    missing = [lib for lib in ("nvvm", "nvrtc") if lib in out.stderr.lower()]
+    if out.returncode != 0 and missing:
+        pytest.skip(f"the CUDA toolkit's {' and '.join(m.upper() for m in missing)} is not installed "
+                    "(pip install -e \".[cuda]\")")
     assert out.returncode == 0, out.stderr[-2000:]
     sizes = json.loads(out.stdout.strip().splitlines()[-1])
-    assert set(sizes) == {"olkn_frame", "norma_frame", "norma_update_frame", "score_frame", "median_pass",
+    assert set(sizes) == {"olkn_frame", "norma_frame", "norma_update_frame", "score_frame", "window_pass",
                           "gather_grid"}
     assert min(sizes.values()) > 1000
