@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
+
+# The GPU engine's tests run under numba-cuda's CUDA simulator, which numba chooses when numba.cuda is first
+# imported: set before any test module imports it (the tests that need the real driver run a subprocess without it).
+if "numba.cuda" not in sys.modules:
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 
