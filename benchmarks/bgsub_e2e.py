@@ -101,12 +101,16 @@ def main() -> None:
     ap.add_argument("--algo", action="append", default=None, help="default: olkn")
     ap.add_argument("--set", action="append", default=[], help="passed to bgsub run as --set")
     ap.add_argument("--preset", default=None, help="passed to bgsub run as --preset")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (0 with --make: only make the video)")
     ap.add_argument("--threads", action="store_true", help="also time the pipeline in process, threads on and off")
     a = ap.parse_args()
+    if a.rounds < 0 or a.frames < 1 or (a.rounds == 0 and a.make is None):
+        ap.error(f"--rounds must be >= 0 (0 only with --make) and --frames >= 1, got {a.rounds} and {a.frames}")
     if a.make is not None:
         make_video(a.make, a.frames)
         a.video = a.make
+    if a.rounds == 0:
+        return
     algos = a.algo or ["olkn"]
     extra = [x for s in a.set for x in ("--set", s)] + (["--preset", a.preset] if a.preset else [])
     plain = {"plain KNN loop": [cv2.IMWRITE_PNG_COMPRESSION, 1], "plain, bgsub's PNG": MASK_PNG_PARAMS}
