@@ -278,20 +278,12 @@ def _emit(sc, blink, prev, post, i, j, gain, up, down, score, mask):
     (:func:`learners.steps.blink_accumulate`). A flip is a decision that differs from ``prev`` (the
     previous raw mask) where ``post`` (the previous output mask) is background: as in SuBSENSE, the
     edges of detected objects do not count as blinking. Returns whether the pixel is foreground."""
-    return _emit_where(True, sc, blink, prev, post, i, j, gain, up, down, score, mask)
-
-
-@njit(cache=True, inline="always")
-def _emit_where(ok, sc, blink, prev, post, i, j, gain, up, down, score, mask):
-    """:func:`_emit` where ``ok``; elsewhere the pixel's score, mask and accumulator stay. Written with selects,
-    not branches, so that a loop over a row vectorises. Returns whether ``sc`` is foreground."""
     fg = sc > 0.0
-    score[i, j] = sc if ok else score[i, j]
-    mask[i, j] = (255 if fg else 0) if ok else mask[i, j]
+    score[i, j] = sc
+    mask[i, j] = 255 if fg else 0
     if gain > 0.0 and (up > 0.0 or down > 0.0):
         flipped = (fg != (prev[i, j] != 0)) & (post[i, j] == 0)
-        v = blink_accumulate(np.float64(blink[i, j]), flipped, up, down)
-        blink[i, j] = v if ok else blink[i, j]
+        blink[i, j] = blink_accumulate(np.float64(blink[i, j]), flipped, up, down)
     return fg
 
 
