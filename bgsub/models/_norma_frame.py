@@ -24,15 +24,17 @@ less in the score pass than it cost the update pass, measured.)
 
 The score map is exact (every pixel's full sum, as ``score_frame``'s).
 
-This module imports only numba, the frame loops' helpers and the bands' thread pool.
+This module imports only numpy, numba, the learners' rules, the frame loops' helpers and the bands' thread pool.
 """
 
+import numpy as np
 from numba import njit
 
 from bgsub.models._bands import run_bands
 from bgsub.models._frame_kernels import (_emit, _layout, _level, _norma_step, _pixel_sum, _selected, _unref, _vec,
                                          _views)
 from learners.expansion import full_sum_lut
+from learners.steps import blink_accumulate, feedback_level
 
 __all__ = ["score", "update", "frame"]
 
@@ -71,6 +73,7 @@ def norma_score(frame, state, scale, lut, out, feedback, full, rows):
     gain, up, down = feedback[3], feedback[4], feedback[5]
     lay = _layout(frame, (samples, coef, ring, rho))
     W = lay[1]
+    blinks = gain > 0.0 and (up > 0.0 or down > 0.0)  # :func:`bgsub.models._frame_kernels._emit`'s condition
     for i in range(rows[0], rows[1]):
         for j in range(W):
             p = i * W + j
@@ -80,9 +83,20 @@ def norma_score(frame, state, scale, lut, out, feedback, full, rows):
             else:
                 _, _, _, _, f, _ = _pixel_sum(frame, samples, coef, ring, lay, p, lut, scale, None)
             f_out[i, j] = f
+        # the row's decisions in a loop of their own (each array read once, stores without conditions: it vectorises;
+        # the pass 0.86-0.95x its time at 1280x720 and 1920x1080 against the decisions made beside each sum)
+        for j in range(W):
+            f = f_out[i, j]
             level = rho[i, j]
             own[i, j] = 255 if level - f > 0.0 else 0
-            _emit(_level(level, blink, i, j, gain) - f, blink, prev, post, i, j, gain, up, down, score, mask)
+            bl = blink[i, j]
+            sc = (feedback_level(level, np.float64(bl), gain) if gain > 0.0 else level) - f
+            out_fg = sc > 0.0
+            score[i, j] = sc
+            mask[i, j] = 255 if out_fg else 0
+            if blinks:
+                flipped = (out_fg != (prev[i, j] != 0)) & (post[i, j] == 0)
+                blink[i, j] = blink_accumulate(np.float64(bl), flipped, up, down)
 
 
 @njit(cache=True, fastmath=True, nogil=True)
