@@ -482,6 +482,15 @@ def norma_regression_step(x, y, sv, coef, ring, scale, eta, lam, loss, epsilon, 
 
 
 @njit(cache=True, fastmath=True)
+def norma_novelty_rho(f, rho, eta, nu):
+    """The offset of a nu-NORMA novelty step (eq. 16) given ``f = f_t(x)``: a novel value (``f < rho``)
+    lowers it by ``eta (1 - nu)``, any other raises it by ``eta nu``. Returns the new ``rho``."""
+    if f < rho:
+        return rho - eta * (1.0 - nu)
+    return rho + eta * nu
+
+
+@njit(cache=True, fastmath=True)
 def norma_novelty_update(x, f, sv, coef, ring, scale, eta, lam, nu, rho, sv_threshold):
     """nu-NORMA novelty step given ``f = f_t(x)`` (eq. 16).
 
@@ -493,9 +502,7 @@ def norma_novelty_update(x, f, sv, coef, ring, scale, eta, lam, nu, rho, sv_thre
     if f < rho:
         alpha = eta
         expansion_push(x, alpha / new_scale, sv, coef, ring)
-        rho -= eta * (1.0 - nu)
-    else:
-        rho += eta * nu
+    rho = norma_novelty_rho(f, rho, eta, nu)
     if sv_threshold > 0.0:
         expansion_prune(sv, coef, ring, new_scale, sv_threshold)
     return alpha, rho

@@ -73,8 +73,8 @@ from learners.expansion import (expansion_newest, expansion_push, expansion_sum_
                                 expansion_sum_inter_texture, expansion_sum_inter_texture_until, expansion_sum_texture,
                                 expansion_sum_texture_until)
 from bgsub.models._bands import run_bands
-from learners.steps import (RHO_QUANTILE, blink_accumulate, feedback_level, norma_novelty_update, olk_n_quantile_rho,
-                            olk_n_update)
+from learners.steps import (RHO_QUANTILE, blink_accumulate, feedback_level, norma_novelty_rho, norma_novelty_update,
+                            olk_n_quantile_rho, olk_n_update)
 
 #: Probabilities are compared with 24-bit hashes.
 PROB_ONE = 1 << 24
@@ -87,6 +87,7 @@ PROB_ONE = 1 << 24
 # which the tests against the scalar steps check).
 _olk_n_update = njit(fastmath=True, inline="always")(olk_n_update.py_func)
 _norma_novelty_update = njit(fastmath=True, inline="always")(norma_novelty_update.py_func)
+_norma_novelty_rho = njit(fastmath=True, inline="always")(norma_novelty_rho.py_func)
 
 
 @intrinsic

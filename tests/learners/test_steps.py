@@ -279,6 +279,18 @@ def test_norma_novelty_step_matches_reference(eta, lam, nu, budget, thr):
     _assert_same_expansion(jit, exp)
 
 
+def test_norma_novelty_rho_is_the_steps_offset():
+    # the offset alone (the frame kernels move it for every selected pixel before the steps that add a term)
+    rng = np.random.default_rng(3)
+    for f, rho in zip(rng.uniform(-1.0, 1.0, 200), rng.uniform(-1.0, 1.0, 200)):
+        rho_new = steps.norma_novelty_rho(f, rho, 0.1, 0.2)
+        assert rho_new == pytest.approx(rho - 0.1 * (1.0 - 0.2) if f < rho else rho + 0.1 * 0.2, rel=1e-15, abs=1e-15)
+        jit, _ = _empty_expansions(5)
+        _, step_rho = steps.norma_novelty_update(np.array([0.5, 0.5]), f, jit.sv, jit.coef, jit.ring, 1.0, 0.1, 0.0,
+                                                 0.2, rho, 0.0)
+        assert step_rho == rho_new  # the step's offset is this one, to the bit
+
+
 # ---------------------------------------------------------------- scalar rules
 
 
