@@ -10,6 +10,7 @@ them (a sample lands just after the instruction that stalled). Usage::
 
     python benchmarks/kernel_perf.py                               # olkn's bounded frame at 1920x1080
     python benchmarks/kernel_perf.py --kernel norma_score --algo norma --size 1280x720
+    python benchmarks/kernel_perf.py --kernel olkn_bootstrap    # the first frame's bootstrap: new subtractors
 
 Needs ``perf`` (and permission to sample one's own process: ``kernel.perf_event_paranoid`` <= 2) and
 ``objdump`` (binutils).
@@ -32,7 +33,10 @@ from pathlib import Path
 #: The kernels this script can find: name -> (module, function).
 KERNELS = {"olkn_frame_bounded": ("bgsub.models._bounded_frame", "olkn_frame_bounded"),
            "norma_score": ("bgsub.models._norma_frame", "norma_score"),
-           "norma_update": ("bgsub.models._norma_frame", "norma_update")}
+           "norma_update": ("bgsub.models._norma_frame", "norma_update"),
+           "olkn_bootstrap": ("bgsub.models._frame_kernels", "olkn_bootstrap")}
+#: Kernels that run on a model's first frame only: sampled on new subtractors' first frames.
+FIRST_FRAME = {"olkn_bootstrap"}
 
 
 def function_code(dispatcher, span: int) -> tuple[int, bytes]:
@@ -116,7 +120,10 @@ def main(argv: list[str] | None = None) -> int:
                                  "--", "sleep", str(a.seconds)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         n, t0 = 0, time.perf_counter()
         while perf.poll() is None:
-            sub.apply(frames[60 + n % 40])
+            if a.kernel in FIRST_FRAME:
+                bgsub.create(a.algo).apply(frames[n % 40])
+            else:
+                sub.apply(frames[60 + n % 40])
             n += 1
         ms = 1e3 * (time.perf_counter() - t0) / max(n, 1)
         if perf.returncode != 0:

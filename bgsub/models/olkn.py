@@ -192,8 +192,7 @@ class OLKNSubtractor(PixelKernelSubtractor):
 
     def _bootstrap_pixelwise(self, img, draws, scales, scratch):
         p = self.params
-        fk.bootstrap_olkn(img, draws, _state.pixel_state(self), scales, self.lut(), _state.olkn_rule(p), self._score,
-                          scratch, _state.feedback(self.blink_, scratch, self._blink_args()))
+        fk.bootstrap_olkn(img, draws, _state.pixel_state(self), scales, self.lut(), _state.olkn_rule(p))
         self._cache_valid = False  # the bounded engine's cache was not kept: the next frame sums in full
 
     def _decay(self) -> float:
