@@ -84,7 +84,8 @@ def norma_score(frame, state, scale, lut, out, feedback, full, rows):
                 _, _, _, _, f, _ = _pixel_sum(frame, samples, coef, ring, lay, p, lut, scale, None)
             f_out[i, j] = f
         # the row's decisions in a loop of their own (each array read once, stores without conditions: it vectorises;
-        # the pass 0.86-0.95x its time at 1280x720 and 1920x1080 against the decisions made beside each sum)
+        # the pass 0.86-0.95x its time at 1280x720 and 1920x1080 against the decisions made beside each sum). The
+        # writes are ``_emit``'s written out, as in olkn's bounded frame (through an inlined helper, slower)
         for j in range(W):
             f = f_out[i, j]
             level = rho[i, j]
