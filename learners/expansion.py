@@ -28,15 +28,17 @@ SCALE_MAX = 1e10
 
 
 @njit(cache=True, fastmath=True, inline="always")
-def _lut_run_sum(x, sv, coef, lo, hi, lut, total):
-    """``total`` plus ``coef[s] k(sv[s], x)`` for the slots ``lo <= s < hi`` in order, with the Gaussian table
-    ``lut`` (0 past its end)."""
+def full_sum_lut(x, sv, coef, lut):
+    """The unscaled sum of a full buffer (every slot live), the slots in storage order: :func:`expansion_sum_lut`'s
+    sum where ``ring[1] == B``, without reading the ring or the evicted term (a caller that knows every buffer is
+    full). The 3-channel case is unrolled, so that the loop vectorises (fastmath: the compiler sums in lanes)."""
     n = lut.shape[0]
+    total = 0.0
     if sv.shape[1] == 3:
         x0 = np.int32(x[0])
         x1 = np.int32(x[1])
         x2 = np.int32(x[2])
-        for slot in range(lo, hi):
+        for slot in range(sv.shape[0]):
             e0 = np.int32(sv[slot, 0]) - x0
             e1 = np.int32(sv[slot, 1]) - x1
             e2 = np.int32(sv[slot, 2]) - x2
@@ -44,7 +46,7 @@ def _lut_run_sum(x, sv, coef, lo, hi, lut, total):
             if d2 < n:
                 total += np.float64(coef[slot]) * np.float64(lut[d2])
     else:
-        for slot in range(lo, hi):
+        for slot in range(sv.shape[0]):
             d2 = 0
             for c in range(sv.shape[1]):
                 diff = np.int32(sv[slot, c]) - np.int32(x[c])
@@ -52,14 +54,6 @@ def _lut_run_sum(x, sv, coef, lo, hi, lut, total):
             if d2 < n:
                 total += np.float64(coef[slot]) * np.float64(lut[d2])
     return total
-
-
-@njit(cache=True, fastmath=True, inline="always")
-def full_sum_lut(x, sv, coef, lut):
-    """The unscaled sum of a full buffer (every slot live), the slots in storage order: :func:`expansion_sum_lut`'s
-    sum where ``ring[1] == B``, without reading the ring or the evicted term (a caller that knows every buffer is
-    full)."""
-    return _lut_run_sum(x, sv, coef, 0, sv.shape[0], lut, 0.0)
 
 
 @njit(cache=True, fastmath=True, inline="always")
@@ -89,15 +83,36 @@ def expansion_sum_lut(x, sv, coef, ring, lut):
         if d2 < n:
             oldest = np.float64(coef[start]) * np.float64(lut[d2])
         return total, oldest
-    # A filling buffer (no term is evicted): its live slots, oldest first, as at most two runs in storage
-    # order (the ring's wrap-around), each without a per-slot wrap test and with the 3-channel case
-    # unrolled. The same terms added in the same order as slot by slot, so the same sum to the bit; a
-    # 1920x1080 bootstrap, whose buffers fill step by step, runs in about two thirds of the time.
-    end = start + count
-    total = _lut_run_sum(x, sv, coef, start, min(end, B), lut, total)
-    if end > B:
-        total = _lut_run_sum(x, sv, coef, 0, end - B, lut, total)
-    return total, oldest
+    # A filling buffer (no term is evicted): its live terms added one by one, oldest first
+    # (:func:`filling_sum_lut`), an order a caller can reproduce without this function (the first frame's
+    # bootstrap sums several pixels' buffers side by side).
+    return filling_sum_lut(x, sv, coef, start, count, lut), oldest
+
+
+@njit(cache=True, nogil=True)
+def filling_sum_lut(x, sv, coef, start, count, lut):
+    """``sum coef[s] k(sv[s], x)`` over the ``count`` live slots from ``start`` (ring order, oldest first), with
+    the Gaussian table ``lut`` (0 past its end): each product ``float64(coef) * float64(table value)`` rounded,
+    then added to the sum, one term after the other.
+
+    Compiled without fastmath and called, not inlined, so that no caller's flags reorder the additions or fuse
+    them with the products: any loop that adds the same products in the same order without reordering or fusing
+    them, such as the bootstrap's sums over several pixels at once
+    (:func:`bgsub.models._frame_kernels.olkn_bootstrap`), gets the same sum to the bit."""
+    B = sv.shape[0]
+    n = lut.shape[0]
+    total = 0.0
+    for k in range(count):
+        slot = start + k
+        if slot >= B:
+            slot -= B
+        d2 = 0
+        for c in range(sv.shape[1]):
+            diff = np.int64(sv[slot, c]) - np.int64(x[c])
+            d2 += diff * diff
+        if d2 < n:
+            total = total + np.float64(coef[slot]) * np.float64(lut[d2])
+    return total
 
 
 @njit(cache=True, fastmath=True, inline="always")

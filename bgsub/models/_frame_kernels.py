@@ -562,6 +562,8 @@ def olkn_frame(frame, state, scale, lut, rule, policy, feedback, out, texture, e
 
 #: Added to the seed of the bootstrap's draws, so that they are not the update policy's (:func:`_hash24`).
 BOOTSTRAP_SALT = 104729
+#: Pixels of a row whose bootstrap sums run side by side (:func:`olkn_bootstrap`).
+BOOTSTRAP_LANES = 8
 
 
 @njit(cache=True, inline="always")
@@ -597,28 +599,71 @@ def bootstrap_sources(draws, b, rows, cols):
             cols[i, j] = q % W
 
 
+@njit(cache=True, inline="always")
+def _lane_filling_sums(values, coefs, step, lut, out, d2):
+    """:func:`learners.expansion.filling_sum_lut` of :data:`BOOTSTRAP_LANES` expansions side by side, one a lane:
+    ``out[l]`` is the sum at the value ``values[step, :, l]`` of lane ``l``'s terms ``k < step`` (value
+    ``values[k, :, l]``, stored coefficient ``coefs[k, l]``), the sum ``filling_sum_lut`` gives there once an empty
+    expansion has received those terms in that order: the same products added in the same order, to the bit, in a
+    caller whose flags neither reorder additions nor fuse them with products (:data:`BOOTSTRAP_FLAGS`). Every loop
+    runs across the lanes, so that it vectorises. ``values`` int32 ``(n, C, L)``, ``coefs`` float64 ``(n, L)``,
+    ``out`` float64 and ``d2`` int64 ``(L,)`` scratch."""
+    n = lut.shape[0]
+    for lane in range(BOOTSTRAP_LANES):
+        out[lane] = 0.0
+    if values.shape[1] == 3:  # colour: the channels unrolled, one loop across the lanes a term
+        for k in range(step):
+            for lane in range(BOOTSTRAP_LANES):
+                e0 = values[k, 0, lane] - values[step, 0, lane]
+                e1 = values[k, 1, lane] - values[step, 1, lane]
+                e2 = values[k, 2, lane] - values[step, 2, lane]
+                dd = e0 * e0 + e1 * e1 + e2 * e2
+                total = out[lane] + coefs[k, lane] * np.float64(lut[min(dd, n - 1)])  # a select, not a branch
+                out[lane] = total if dd < n else out[lane]
+        return
+    for k in range(step):
+        for lane in range(BOOTSTRAP_LANES):
+            d2[lane] = 0
+        for c in range(values.shape[1]):
+            for lane in range(BOOTSTRAP_LANES):
+                e = values[k, c, lane] - values[step, c, lane]
+                d2[lane] += e * e
+        for lane in range(BOOTSTRAP_LANES):
+            total = out[lane] + coefs[k, lane] * np.float64(lut[min(d2[lane], n - 1)])
+            out[lane] = total if d2[lane] < n else out[lane]
+
+
+#: olkn_bootstrap's fastmath flags: fastmath without ``reassoc`` and ``contract``, so that its sums add as
+#: :func:`learners.expansion.filling_sum_lut` does (the learners' rules it calls are compiled on their own).
+BOOTSTRAP_FLAGS = {"nnan", "ninf", "nsz", "arcp", "afn"}
+
+
 def bootstrap_olkn(frame, draws, state, scales, lut, rule):
     """:func:`olkn_bootstrap` over bands of the frame's rows, one band per thread
     (:func:`bgsub.models._bands.run_bands`)."""
     run_bands(olkn_bootstrap, frame, draws, state, scales, lut, rule)
 
 
-@njit(cache=True, fastmath=True, nogil=True)
+@njit(cache=True, fastmath=BOOTSTRAP_FLAGS, nogil=True)
 def olkn_bootstrap(frame, draws, state, scales, lut, rule, rows):
     """The first-frame bootstrap of olkn (``init="neighbours"``) pixel by pixel over the rows
     ``rows = (start, stop)`` (:func:`bootstrap_olkn` runs the bands in parallel): ``len(scales)`` learner
     steps of every pixel, step ``b`` on the value at :func:`_bootstrap_source` under the global scale
-    ``scales[b]``.
+    ``scales[b]``. Every buffer must start empty and hold ``len(scales)`` terms or more (a new model's).
 
     The model it leaves is the one ``len(scales)`` calls of :func:`olkn_frame` leave, call ``b`` on the frame of
     those values with every pixel selected and no diffusion, the scale advanced between calls (the scales must
     not cross a renormalisation): the same arithmetic in the same order for each pixel, so the same bits. Their
     decisions (scores, masks, blink accumulators) are not written: the bootstrap's are not the stream's (the
-    driver scores the first frame after it and clears the accumulators), and leaving them out makes the kernel
-    0.92-0.95x its time. Run pixel by pixel, each pixel's state stays in cache through its steps instead of being
-    read from memory once per step, and no frame of neighbour values is gathered (a 1920x1080 bootstrap: 1.4 s
-    instead of 2.4 s). No texture (the driver runs the frames there). A serial kernel over a band, not a
-    ``prange`` loop: numba compiles it without its parallel-loop passes.
+    driver scores the first frame after it and clears the accumulators). Each pixel's state stays in cache
+    through its steps, and no frame of neighbour values is gathered. No texture (the driver runs the frames
+    there). A serial kernel over a band, not a ``prange`` loop: numba compiles it without its parallel-loop
+    passes.
+
+    The pixels of a row go by blocks of :data:`BOOTSTRAP_LANES`: their steps' values first, then step by step
+    the block's sums side by side (:func:`_lane_filling_sums`, each lane's terms added in the order of
+    :func:`learners.expansion.filling_sum_lut`, which the frames run on a filling buffer) and each pixel's
+    update. The sums' loops then run across the lanes, vectorised, instead of over one buffer's few terms.
     """
     # every array as a view without a reference count (:func:`_unref`), taken out of its tuple by index, once
     frame, scales, lut = _unref(frame), _unref(scales), _unref(lut)
@@ -631,22 +676,39 @@ def olkn_bootstrap(frame, draws, state, scales, lut, rule, rows):
     fb = lay[4]
     quantile = rule[3] == RHO_QUANTILE
     steps = scales.shape[0]
+    B = lay[2]
+    # each block of BOOTSTRAP_LANES pixels of a row: their steps' values, then step by step the block's sums side
+    # by side and each pixel's update
+    src = np.empty((steps, BOOTSTRAP_LANES), np.int64)  # step b's value of each lane: its flat index in the frame
+    values = np.zeros((steps, nc, BOOTSTRAP_LANES), np.int32)
+    coefs = np.zeros((steps, BOOTSTRAP_LANES))  # the stored coefficient of each lane's step b
+    totals = np.empty(BOOTSTRAP_LANES)
+    d2 = np.empty(BOOTSTRAP_LANES, np.int64)
     for i in range(rows[0], rows[1]):
-        for j in range(W):
-            p = i * W + j
-            sv, cf, rg = _views(samples, coef, ring, lay, p)
+        for j0 in range(0, W, BOOTSTRAP_LANES):
+            lanes = min(BOOTSTRAP_LANES, W - j0)  # (lanes past the row's end compute on stale values, unused)
+            for b in range(steps):
+                for lane in range(lanes):
+                    q = _bootstrap_source(draws, b, i, j0 + lane, H, W)
+                    src[b, lane] = q
+                    x = _vec(frame, fb, q, nc)
+                    for c in range(nc):
+                        values[b, c, lane] = np.int32(x[c])
             for b in range(steps):
                 scale = scales[b]
-                x = _vec(frame, fb, _bootstrap_source(draws, b, i, j, H, W), nc)
-                total, oldest = expansion_sum_lut(x, sv, cf, rg, lut)
-                f = scale * total
-                oldest = scale * oldest
-                rho0 = rho[i, j]
-                if quantile:
-                    rho0 = _quantile_rho(f, rho0, rule)
-                    rho[i, j] = rho0
-                _, new_rho = _olkn_update(x, f, oldest, (sv, cf, rg), scale, rule, rho0)
-                rho[i, j] = new_rho
+                _lane_filling_sums(values, coefs, b, lut, totals, d2)
+                for lane in range(lanes):
+                    j = j0 + lane
+                    sv, cf, rg = _views(samples, coef, ring, lay, i * W + j)
+                    x = _vec(frame, fb, src[b, lane], nc)
+                    f = scale * totals[lane]
+                    rho0 = rho[i, j]
+                    if quantile:
+                        rho0 = _quantile_rho(f, rho0, rule)
+                        rho[i, j] = rho0
+                    _, new_rho = _olkn_update(x, f, 0.0, (sv, cf, rg), scale, rule, rho0)  # (no term evicted)
+                    rho[i, j] = new_rho
+                    coefs[b, lane] = np.float64(cf[expansion_newest(rg, B)])
 
 
 @njit(cache=True, parallel=True, nogil=True)

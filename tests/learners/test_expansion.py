@@ -20,6 +20,7 @@ from learners.expansion import (
     expansion_sum_inter_texture_until,
     expansion_sum_texture,
     expansion_sum_texture_until,
+    filling_sum_lut,
     needs_renormalise,
 )
 from learners.kernels import EMPTY_LUT, GAUSSIAN, GAUSSIAN_LUT, LINEAR, gaussian_lut
@@ -114,6 +115,30 @@ def test_fast_kernel_sum_equals_expansion_sum(d, start, count):
         assert got == pytest.approx(want, rel=1e-13, abs=1e-15)
         assert kernel_sum(x, sv, coef, ring, LINEAR, 1.3, 3.0, 1.0, EMPTY_LUT) == pytest.approx(
             expansion_sum(x, sv, coef, ring, LINEAR, 1.3, 3.0, 1.0, EMPTY_LUT))
+
+
+@pytest.mark.parametrize("d", [1, 3])
+@pytest.mark.parametrize("start,count", [(0, 0), (0, 1), (0, 13), (5, 19), (17, 19)])
+def test_filling_sum_adds_its_terms_oldest_first(d, start, count):
+    """A filling buffer's table sum is its terms' products added one after the other in ring order: a plain
+    transcription (Python floats, each product rounded before its sum) gives the same bits, and so does
+    expansion_sum with the table kernel."""
+    rng = np.random.default_rng(10 * d + count)
+    B = 20  # (a sum vectorised in lanes, as a full buffer's, adds in another order from 8 terms on)
+    lut = gaussian_lut(60.0, d * 255 * 255)
+    sv = rng.integers(0, 256, (B, d)).astype(np.uint8)
+    coef = (rng.random(B) * 10.0 ** rng.uniform(-4, 2, B)).astype(np.float32)
+    ring = np.array([start, count], dtype=np.int64)
+    for x in rng.integers(0, 256, (6, d)).astype(np.uint8):
+        x[:] = sv[(start + count // 2) % B] // 2 + x // 2  # near a live sample: the table's range
+        want = 0.0
+        for k in range(count):
+            slot = (start + k) % B
+            d2 = int(((sv[slot].astype(int) - x.astype(int)) ** 2).sum())
+            if d2 < lut.shape[0]:
+                want = want + float(coef[slot]) * float(lut[d2])
+        assert filling_sum_lut(x, sv, coef, start, count, lut) == want
+        assert expansion_sum(x, sv, coef, ring, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut) == (want, 0.0)
 
 
 def test_nearest_is_the_smallest_squared_distance_over_live_terms():
