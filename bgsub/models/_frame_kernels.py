@@ -599,41 +599,7 @@ def bootstrap_sources(draws, b, rows, cols):
             cols[i, j] = q % W
 
 
-@njit(cache=True, inline="always")
-def _lane_filling_sums(values, coefs, step, lut, out, d2):
-    """:func:`learners.expansion.filling_sum_lut` of :data:`BOOTSTRAP_LANES` expansions side by side, one a lane:
-    ``out[l]`` is the sum at the value ``values[step, :, l]`` of lane ``l``'s terms ``k < step`` (value
-    ``values[k, :, l]``, stored coefficient ``coefs[k, l]``), the sum ``filling_sum_lut`` gives there once an empty
-    expansion has received those terms in that order: the same products added in the same order, to the bit, in a
-    caller whose flags neither reorder additions nor fuse them with products (:data:`BOOTSTRAP_FLAGS`). Every loop
-    runs across the lanes, so that it vectorises. ``values`` int32 ``(n, C, L)``, ``coefs`` float64 ``(n, L)``,
-    ``out`` float64 and ``d2`` int64 ``(L,)`` scratch."""
-    n = lut.shape[0]
-    for lane in range(BOOTSTRAP_LANES):
-        out[lane] = 0.0
-    if values.shape[1] == 3:  # colour: the channels unrolled, one loop across the lanes a term
-        for k in range(step):
-            for lane in range(BOOTSTRAP_LANES):
-                e0 = values[k, 0, lane] - values[step, 0, lane]
-                e1 = values[k, 1, lane] - values[step, 1, lane]
-                e2 = values[k, 2, lane] - values[step, 2, lane]
-                dd = e0 * e0 + e1 * e1 + e2 * e2
-                total = out[lane] + coefs[k, lane] * np.float64(lut[min(dd, n - 1)])  # a select, not a branch
-                out[lane] = total if dd < n else out[lane]
-        return
-    for k in range(step):
-        for lane in range(BOOTSTRAP_LANES):
-            d2[lane] = 0
-        for c in range(values.shape[1]):
-            for lane in range(BOOTSTRAP_LANES):
-                e = values[k, c, lane] - values[step, c, lane]
-                d2[lane] += e * e
-        for lane in range(BOOTSTRAP_LANES):
-            total = out[lane] + coefs[k, lane] * np.float64(lut[min(d2[lane], n - 1)])
-            out[lane] = total if d2[lane] < n else out[lane]
-
-
-#: olkn_bootstrap's fastmath flags: fastmath without ``reassoc`` and ``contract``, so that its sums add as
+#: :func:`olkn_bootstrap`'s fastmath flags: fastmath without ``reassoc`` and ``contract``, so that its sums add as
 #: :func:`learners.expansion.filling_sum_lut` does (the learners' rules it calls are compiled on their own).
 BOOTSTRAP_FLAGS = {"nnan", "ninf", "nsz", "arcp", "afn"}
 
@@ -661,7 +627,7 @@ def olkn_bootstrap(frame, draws, state, scales, lut, rule, rows):
     passes.
 
     The pixels of a row go by blocks of :data:`BOOTSTRAP_LANES`: their steps' values first, then step by step
-    the block's sums side by side (:func:`_lane_filling_sums`, each lane's terms added in the order of
+    the block's sums side by side (each lane's terms added in the order of
     :func:`learners.expansion.filling_sum_lut`, which the frames run on a filling buffer) and each pixel's
     update. The sums' loops then run across the lanes, vectorised, instead of over one buffer's few terms.
     """
@@ -684,6 +650,7 @@ def olkn_bootstrap(frame, draws, state, scales, lut, rule, rows):
     coefs = np.zeros((steps, BOOTSTRAP_LANES))  # the stored coefficient of each lane's step b
     totals = np.empty(BOOTSTRAP_LANES)
     d2 = np.empty(BOOTSTRAP_LANES, np.int64)
+    n_lut = lut.shape[0]
     for i in range(rows[0], rows[1]):
         for j0 in range(0, W, BOOTSTRAP_LANES):
             lanes = min(BOOTSTRAP_LANES, W - j0)  # (lanes past the row's end compute on stale values, unused)
@@ -696,7 +663,31 @@ def olkn_bootstrap(frame, draws, state, scales, lut, rule, rows):
                         values[b, c, lane] = np.int32(x[c])
             for b in range(steps):
                 scale = scales[b]
-                _lane_filling_sums(values, coefs, b, lut, totals, d2)
+                # the block's sums at its step-b values, side by side: :func:`learners.expansion.filling_sum_lut` of
+                # each lane's buffer, the same products added in the same order (BOOTSTRAP_FLAGS: neither reordered
+                # nor fused), in loops across the lanes that vectorise. Written out here: an inlined function would
+                # count references to its array arguments at every call (the kernel 1.08-1.11x its time)
+                for lane in range(BOOTSTRAP_LANES):
+                    totals[lane] = 0.0
+                for k in range(b):
+                    if nc == 3:  # colour: the channels unrolled, one loop across the lanes
+                        for lane in range(BOOTSTRAP_LANES):
+                            e0 = values[k, 0, lane] - values[b, 0, lane]
+                            e1 = values[k, 1, lane] - values[b, 1, lane]
+                            e2 = values[k, 2, lane] - values[b, 2, lane]
+                            dd = e0 * e0 + e1 * e1 + e2 * e2
+                            total = totals[lane] + coefs[k, lane] * np.float64(lut[min(dd, n_lut - 1)])
+                            totals[lane] = total if dd < n_lut else totals[lane]  # a select, not a branch
+                    else:
+                        for lane in range(BOOTSTRAP_LANES):
+                            d2[lane] = 0
+                        for c in range(nc):
+                            for lane in range(BOOTSTRAP_LANES):
+                                e = values[k, c, lane] - values[b, c, lane]
+                                d2[lane] += e * e
+                        for lane in range(BOOTSTRAP_LANES):
+                            total = totals[lane] + coefs[k, lane] * np.float64(lut[min(d2[lane], n_lut - 1)])
+                            totals[lane] = total if d2[lane] < n_lut else totals[lane]
                 for lane in range(lanes):
                     j = j0 + lane
                     sv, cf, rg = _views(samples, coef, ring, lay, i * W + j)
