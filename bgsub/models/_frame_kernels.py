@@ -758,8 +758,16 @@ def quantile_offsets(state, scale, lut, q):
                     slot -= B
                 total = expansion_sum_lut(sv[slot], sv, cf, rg, lut)[0]
                 vals[a] = scale * (total - np.float64(cf[slot]) * np.float64(lut[0]))  # leave the sample out
-            v = np.sort(vals[:count])
+            # the values sorted in place (insertion: a few dozen compares for a budget's values; np.sort allocated a
+            # new array a pixel, and the whole pass took 1.5x its time at 1280x720); the rank's value is the same
+            for a in range(1, count):
+                v = vals[a]
+                m = a - 1
+                while m >= 0 and vals[m] > v:
+                    vals[m + 1] = vals[m]
+                    m -= 1
+                vals[m + 1] = v
             k = int(q * count)
             if k >= count:
                 k = count - 1
-            rho[i, j] = v[k]
+            rho[i, j] = vals[k]
