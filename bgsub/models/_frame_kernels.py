@@ -564,6 +564,9 @@ def olkn_frame(frame, state, scale, lut, rule, policy, feedback, out, texture, e
 BOOTSTRAP_SALT = 104729
 #: Pixels of a row whose bootstrap sums run side by side (:func:`olkn_bootstrap`).
 BOOTSTRAP_LANES = 8
+#: Margin by which a bootstrap sum passes the point where its step saturates before the rest of its terms are
+#: left out (:func:`olkn_bootstrap`; the floating-point evaluation of the step's comparisons).
+BOOTSTRAP_MARGIN = 1e-9
 
 
 @njit(cache=True, inline="always")
@@ -629,7 +632,10 @@ def olkn_bootstrap(frame, draws, state, scales, lut, rule, rows):
     The pixels of a row go by blocks of :data:`BOOTSTRAP_LANES`: their steps' values first, then step by step
     the block's sums side by side (each lane's terms added in the order of
     :func:`learners.expansion.filling_sum_lut`, which the frames run on a filling buffer) and each pixel's
-    update. The sums' loops then run across the lanes, vectorised, instead of over one buffer's few terms.
+    update. The sums' loops then run across the lanes, vectorised, instead of over one buffer's few terms. A
+    block's sums stop once every lane's partial sum is past its pixel's level and the point where the multiplier
+    saturates (every term is non-negative, so each full sum is past them too, and the step is the one it would
+    be): on a 1920x1080 highway frame 60 % of the terms are added.
     """
     # every array as a view without a reference count (:func:`_unref`), taken out of its tuple by index, once
     frame, scales, lut = _unref(frame), _unref(scales), _unref(lut)
@@ -641,6 +647,7 @@ def olkn_bootstrap(frame, draws, state, scales, lut, rule, rows):
     nc = lay[3]
     fb = lay[4]
     quantile = rule[3] == RHO_QUANTILE
+    a_hi = 1.0 + rule[0] - rule[1]  # f >= a_hi: a = nu
     steps = scales.shape[0]
     B = lay[2]
     # each block of BOOTSTRAP_LANES pixels of a row: their steps' values, then step by step the block's sums side
@@ -649,6 +656,7 @@ def olkn_bootstrap(frame, draws, state, scales, lut, rule, rows):
     values = np.zeros((steps, nc, BOOTSTRAP_LANES), np.int32)
     coefs = np.zeros((steps, BOOTSTRAP_LANES))  # the stored coefficient of each lane's step b
     totals = np.empty(BOOTSTRAP_LANES)
+    floors = np.empty(BOOTSTRAP_LANES)  # each lane's f past which its step no longer depends on the sum
     d2 = np.empty(BOOTSTRAP_LANES, np.int64)
     n_lut = lut.shape[0]
     for i in range(rows[0], rows[1]):
@@ -669,6 +677,12 @@ def olkn_bootstrap(frame, draws, state, scales, lut, rule, rows):
                 # count references to its array arguments at every call (the kernel 1.08-1.11x its time)
                 for lane in range(BOOTSTRAP_LANES):
                     totals[lane] = 0.0
+                # every term is >= 0, so once each lane's partial sum (times the scale) is past its pixel's level
+                # 1 + rho and the point where the multiplier saturates at nu, so is its full sum: the pixel's step is
+                # not novel and adds a = nu, and under olkn's offset rules (quantile and paper) nothing else of it
+                # depends on f. The block's sums stop there, checked every fourth term (every term: no faster)
+                for lane in range(BOOTSTRAP_LANES):
+                    floors[lane] = max(1.0 + rho[i, j0 + lane], a_hi) + BOOTSTRAP_MARGIN if lane < lanes else -1.0
                 for k in range(b):
                     if nc == 3:  # colour: the channels unrolled, one loop across the lanes
                         for lane in range(BOOTSTRAP_LANES):
@@ -688,6 +702,12 @@ def olkn_bootstrap(frame, draws, state, scales, lut, rule, rows):
                         for lane in range(BOOTSTRAP_LANES):
                             total = totals[lane] + coefs[k, lane] * np.float64(lut[min(d2[lane], n_lut - 1)])
                             totals[lane] = total if d2[lane] < n_lut else totals[lane]
+                    if (k & 3) == 3:  # (f >= 0 > -1: lanes past the row's end never hold the block back)
+                        settled = True
+                        for lane in range(BOOTSTRAP_LANES):
+                            settled &= scale * totals[lane] >= floors[lane]
+                        if settled:
+                            break
                 for lane in range(lanes):
                     j = j0 + lane
                     sv, cf, rg = _views(samples, coef, ring, lay, i * W + j)

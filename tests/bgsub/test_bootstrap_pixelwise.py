@@ -59,6 +59,27 @@ def test_olkn_pixelwise_bootstrap_is_the_frames(params):
     _assert_same("olkn", _stream(), **params)
 
 
+def _flat_stream(T=6, H=21, W=35, seed=1):
+    """Frames of a few flat colours with a little noise: most of the bootstrap's blocks of pixels stop their sums
+    early (their neighbours explain each other), the blocks along the colours' borders do not."""
+    rng = np.random.default_rng(seed)
+    base = np.empty((H, W, 3))
+    base[:, : W // 3] = (60, 120, 180)
+    base[:, W // 3:] = (200, 190, 30)
+    base[H // 2:, W // 2:] = (90, 90, 90)
+    noise = rng.normal(0, 2, (T, H, W, 3))
+    return np.clip(base + noise, 0, 255).astype(np.uint8)
+
+
+@pytest.mark.parametrize("params", [{}, {"rho_rule": "paper"}, {"grey": True}, {"budget": 30, "init_radius": 2}])
+def test_olkn_bootstrap_sums_that_stop_early_leave_the_model_of_full_sums(params):
+    params = dict(params)
+    frames = _flat_stream()
+    if params.pop("grey", False):
+        frames = frames.mean(axis=3).astype(np.uint8)
+    _assert_same("olkn", frames, **params)
+
+
 @pytest.mark.parametrize("grey", [False, True])
 def test_pixelwise_bootstrap_on_grey_and_colour(grey):
     _assert_same("olkn", _stream(grey=grey, H=17, W=23))
