@@ -62,7 +62,7 @@ def test_grid_ratios_match_a_plain_transcription(C):
         n = il.grid_ratios(frame, samples, coef, ring, mask, step, out, block)
         expected = _plain_ratios(frame, samples, coef, ring, mask, step)
         assert n == len(expected) > 0
-        np.testing.assert_allclose(out[:n], [r for r, _ in expected], rtol=1e-12)
+        assert out[:n].tolist() == [r for r, _ in expected]  # the same sums in the same order: the same bits
         assert block[:n].tolist() == [b for _, b in expected]
 
 
