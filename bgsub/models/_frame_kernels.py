@@ -367,8 +367,8 @@ def _weighted_sample_sum(samples, coef, ring, i, j, acc):
     B = samples.shape[2]
     start = ring[i, j, 0]
     count = ring[i, j, 1]
-    # each sum in a local variable (the same terms in the same order): colour's four sums side by side, so that
-    # their chains of additions overlap; summed in ``acc`` itself, every term went through memory
+    # each sum in a local variable (the same terms in the same order): colour's four sums (grey's two) side by
+    # side, so that their chains of additions overlap; summed in ``acc`` itself, every term went through memory
     wsum = 0.0
     if acc.shape[0] == 3:
         a0 = 0.0
@@ -386,6 +386,17 @@ def _weighted_sample_sum(samples, coef, ring, i, j, acc):
         acc[0] = a0
         acc[1] = a1
         acc[2] = a2
+        return wsum
+    if acc.shape[0] == 1:
+        a0 = 0.0
+        for k in range(count):
+            slot = start + k
+            if slot >= B:
+                slot -= B
+            w = abs(np.float64(coef[i, j, slot]))
+            wsum += w
+            a0 += w * np.float64(samples[i, j, slot, 0])
+        acc[0] = a0
         return wsum
     for k in range(count):
         slot = start + k
