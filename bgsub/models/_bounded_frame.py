@@ -48,7 +48,7 @@ from bgsub.models._frame_kernels import (_diffuses, _diffusion_draw, _diffusion_
                                          _emit, _hash24, _layout, _level, _olkn_update, _quantile_rho, _selected,
                                          _selected_drawn, _unref, _vec, _views)
 from bgsub.models._bands import run_bands
-from bgsub.models._prefetch import prefetch_state
+from bgsub.models._prefetch import PREFETCH_AHEAD, prefetch_state
 from learners.expansion import expansion_sum_lut
 from learners.kernels import int_squared_distance, lut_value
 from learners.steps import RHO_QUANTILE, blink_accumulate, feedback_level
@@ -70,8 +70,6 @@ def gaussian_slope(width: float) -> float:
     return float(np.sqrt(2.0) * np.exp(-0.5) / width) * (1.0 + 1e-6)
 
 
-#: How many deferred pixels ahead the second loop prefetches their state.
-PREFETCH_AHEAD = 8
 
 
 @njit(cache=True, inline="always")

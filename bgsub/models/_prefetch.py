@@ -2,8 +2,9 @@
 
 :func:`prefetch_state` asks the CPU to load one pixel's samples, coefficients and
 ring while the loop still works on earlier pixels (the bounded engine's deferred
-pixels, :mod:`bgsub.models._bounded_frame`; the illumination estimate's grid,
-:mod:`bgsub.models._illumination`). A hint only: nothing computed depends on it.
+pixels, :mod:`bgsub.models._bounded_frame`; the pixels whose nu-NORMA step adds a term,
+:mod:`bgsub.models._norma_frame`; the illumination estimate's grid, :mod:`bgsub.models._illumination`). A
+hint only: nothing computed depends on it.
 
 This module imports only numba and llvmlite.
 """
@@ -13,7 +14,10 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["prefetch_state"]
+__all__ = ["PREFETCH_AHEAD", "prefetch_state"]
+
+#: How many listed pixels ahead the loops over a row's deferred pixels prefetch their state.
+PREFETCH_AHEAD = 8
 
 
 @intrinsic
