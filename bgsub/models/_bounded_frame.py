@@ -70,8 +70,6 @@ def gaussian_slope(width: float) -> float:
     return float(np.sqrt(2.0) * np.exp(-0.5) / width) * (1.0 + 1e-6)
 
 
-
-
 @njit(cache=True, inline="always")
 def _recentre(x, xr, sv, cf, rg, ref_sum, ref_mass, i, j, nc, B, lut):
     """Full sum of the pixel's expansion at ``x``; ``x`` becomes its reference. Returns ``(total, oldest)``

@@ -362,13 +362,15 @@ def renormalise(coef, scale):
 def _weighted_sample_sum(samples, coef, ring, i, j, acc):
     """``acc[c] = sum_k |coef_k| samples_k[c]`` over pixel ``(i, j)``'s live samples; returns ``sum_k |coef_k|``.
 
-    ``acc / sum`` is the pixel's background estimate (coefficient-weighted mean of its samples).
+    ``acc / sum`` is the pixel's background estimate (coefficient-weighted mean of its samples). ``acc`` has the
+    model's 1 (grey) or 3 (colour) channels.
     """
     B = samples.shape[2]
     start = ring[i, j, 0]
     count = ring[i, j, 1]
     # each sum in a local variable (the same terms in the same order): colour's four sums (grey's two) side by
-    # side, so that their chains of additions overlap; summed in ``acc`` itself, every term went through memory
+    # side, so that their chains of additions overlap; summed in ``acc`` itself, every term went through memory.
+    # A loop for each: one loop with the colour channels under a condition took 1.1-1.2x the time
     wsum = 0.0
     if acc.shape[0] == 3:
         a0 = 0.0
@@ -387,30 +389,15 @@ def _weighted_sample_sum(samples, coef, ring, i, j, acc):
         acc[1] = a1
         acc[2] = a2
         return wsum
-    if acc.shape[0] == 1:
-        a0 = 0.0
-        for k in range(count):
-            slot = start + k
-            if slot >= B:
-                slot -= B
-            w = abs(np.float64(coef[i, j, slot]))
-            wsum += w
-            a0 += w * np.float64(samples[i, j, slot, 0])
-        acc[0] = a0
-        return wsum
+    a0 = 0.0
     for k in range(count):
         slot = start + k
         if slot >= B:
             slot -= B
-        wsum += abs(np.float64(coef[i, j, slot]))
-    for c in range(acc.shape[0]):
-        total = 0.0
-        for k in range(count):
-            slot = start + k
-            if slot >= B:
-                slot -= B
-            total += abs(np.float64(coef[i, j, slot])) * np.float64(samples[i, j, slot, c])
-        acc[c] = total
+        w = abs(np.float64(coef[i, j, slot]))
+        wsum += w
+        a0 += w * np.float64(samples[i, j, slot, 0])
+    acc[0] = a0
     return wsum
 
 
