@@ -80,9 +80,9 @@ def time_apply(sub, warm: list[np.ndarray], timed: list[np.ndarray]) -> dict:
             "warmup_s": t_warm}
 
 
-def check(src: list[np.ndarray], log) -> dict:
-    """Both engines on the same small frames: how often their masks agree."""
-    frames = frames_at(src, (320, 240), 40)
+def check(src: list[np.ndarray], log, size: tuple[int, int] = (320, 240), n: int = 40) -> dict:
+    """Both engines on the same ``n`` small frames: how often their masks agree."""
+    frames = frames_at(src, size, n)
     out = {}
     for algo in ("olkn", "norma"):
         cpu = bgsub.create(algo)
@@ -94,7 +94,7 @@ def check(src: list[np.ndarray], log) -> dict:
         out[algo] = {"masks_equal": same / len(frames), "raw_masks_equal": raw / len(frames),
                      "rho_max_abs_diff": float(np.max(np.abs(cpu.rho_ - gpu.rho_))),
                      "n_steps": [int(cpu.n_steps_), int(gpu.n_steps_)]}
-        log(f"check {algo} 320x240 x40: masks equal {100 * out[algo]['masks_equal']:.3f} %, raw "
+        log(f"check {algo} {size[0]}x{size[1]} x{n}: masks equal {100 * out[algo]['masks_equal']:.3f} %, raw "
             f"{100 * out[algo]['raw_masks_equal']:.3f} %, |rho| diff {out[algo]['rho_max_abs_diff']:.2e}, "
             f"steps cpu/gpu {out[algo]['n_steps']}")
     return out

@@ -282,6 +282,29 @@ def test_the_profile_times_the_gpu_engines_stages():
 
 
 @needs_runtime
+def test_the_prepared_gpu_measurement_runs(tmp_path, capsys):
+    # benchmarks/gpu_fps.py is the one script a session with a GPU runs: its agreement check and its timings
+    # (every config on both engines and KNN), on frames small enough for the simulator
+    from tests._scripts import load_benchmark
+
+    gpu_fps = load_benchmark("gpu_fps")
+    agreement = gpu_fps.check(clip(4, seed=5), lambda msg: None, size=(W, H), n=4)
+    assert set(agreement) == {"olkn", "norma"}
+    for algo in agreement.values():
+        assert algo["masks_equal"] >= 0.999 and algo["raw_masks_equal"] >= 0.999
+        assert algo["rho_max_abs_diff"] < 1e-9 and algo["n_steps"][0] == algo["n_steps"][1]
+    out = tmp_path / "gpu_fps.json"
+    assert gpu_fps.main(["--size", f"{W}x{H}", "--algo", "olkn", "--frames", "1", "--cpu-frames", "1",
+                         "--warmup", "1", "--no-check", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    results = report["sizes"][0]["results"]
+    assert {(r["algo"], r["config"], r["device"]) for r in results} == (
+        {("knn", "defaults", "cpu")} | {("olkn", c, d) for c in ("model", "median", "defaults") for d in ("cuda", "cpu")})
+    assert all(r["fps"] > 0 for r in results)
+    assert f"{W}x{H}" in capsys.readouterr().out
+
+
+@needs_runtime
 def test_checkpoints_move_between_the_engines(tmp_path):
     frames = clip(16, seed=3)
     cpu = bgsub.create("olkn")
