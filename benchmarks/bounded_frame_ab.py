@@ -5,7 +5,8 @@ models part after one frame), and ``bgsub bench`` swings by ±0.05 of KNN's spee
 This script runs the default olkn on CDnet highway frames (``--start``, 60 of them), prepares the
 next frame as ``apply`` does, copies the model's state, and then times the frame kernel on that
 frame and state: the module in the tree and each variant given (a copy of
-``bgsub/models/_bounded_frame.py``, edited), interleaved, the state restored before every call.
+``bgsub/models/_bounded_frame.py``, edited), interleaved, the state restored before every call, after
+``--warmup`` untimed calls of each (so that every kernel's split of the rows between the threads is learnt).
 It prints each one's median and minimum time and whether its masks, offsets, blink
 accumulators, samples, coefficients and rings are those of the module in the tree::
 
