@@ -8,23 +8,24 @@
 #   DRY_RUN=1 bash benchmarks/gpu_session.sh       # print the steps without running them
 #
 # OUT (default /tmp/gpu-session-out; the device tool sets it) receives env.txt, log.txt, gpu_fps.txt and .json,
-# eval_ALGO_DEVICE.json and profile.txt; DEVDATA (default .devdata) is the folder of CDnet-layout sequences.
+# eval_ALGO_DEVICE.json, profile.txt and cpu_profile.txt; DEVDATA (default .devdata) is the folder of CDnet-layout sequences.
 #
 #   bash benchmarks/gpu_session.sh prepare         # here, once: the wheel and the sequences it carries
 #
-# Steps (positional arguments choose some: env, fps, eval, profile; default all), each under its own time
+# Steps (positional arguments choose some: env, fps, eval, profile, cpu; default all), each under its own time
 # limit, the headline first so that a limit loses the least:
 #   env      the machine, the packages; olkn's and norma's CPU kernels compiled in two processes at once
 #            (numba's cache starts empty there: a few minutes in one process) while the GPU is checked;
 #   fps      benchmarks/gpu_fps.py: agreement check, fps of both engines and KNN at 1920x1080 and 3840x2160;
 #   eval     bgsub eval of olkn and norma on .devdata/ (mean F against the CPU engine's on the same sequences);
-#   profile  benchmarks/bgsub_profile.py --device cuda: where a GPU frame's time goes.
+#   profile  benchmarks/bgsub_profile.py --device cuda: where a GPU frame's time goes;
+#   cpu      benchmarks/bgsub_profile.py on the CPU engine with every core: the stages' shares on many cores.
 set -u
 OUT=${OUT:-/tmp/gpu-session-out}
 DEVICE=${DEVICE:-cuda}
 DRY_RUN=${DRY_RUN:-0}
 DEVDATA=${DEVDATA:-.devdata}
-STEPS=${*:-env fps eval profile}
+STEPS=${*:-env fps eval profile cpu}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 2
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO" || exit 2
@@ -83,9 +84,9 @@ for s in $STEPS; do
             python3 -c "import sys, numpy, numba, cv2; print(sys.version); print('numpy', numpy.__version__, \
 'numba', numba.__version__, 'opencv', cv2.__version__)"
         } >"$OUT/env.txt" 2>&1
-        step warm-olkn 170 "$OUT/warm_olkn.txt" python3 -c "from bgsub.warmup import warm_up; print(warm_up('olkn'))" &
-        step warm-norma 170 "$OUT/warm_norma.txt" python3 -c "from bgsub.warmup import warm_up; print(warm_up('norma'))" &
-        step gpu-check 120 "$OUT/gpu_check.txt" python3 -c "from bgsub.models._cuda_engine import cuda_runtime; \
+        step warm-olkn 120 "$OUT/warm_olkn.txt" python3 -c "from bgsub.warmup import warm_up; print(warm_up('olkn'))" &
+        step warm-norma 120 "$OUT/warm_norma.txt" python3 -c "from bgsub.warmup import warm_up; print(warm_up('norma'))" &
+        step gpu-check 100 "$OUT/gpu_check.txt" python3 -c "from bgsub.models._cuda_engine import cuda_runtime; \
 import numba.cuda as c; cuda_runtime(); c.detect()"
         wait
         if [ "$DRY_RUN" != 1 ]; then
@@ -110,8 +111,12 @@ import numba.cuda as c; cuda_runtime(); c.detect()"
         step profile 60 "$OUT/profile.txt" python3 benchmarks/bgsub_profile.py --device cuda --threads "$(nproc)" \
             --size 1920x1080 --size 3840x2160 --frames 60 --warmup 10
         ;;
+    cpu)  # the CPU engine's stages on every core of that machine (the speed issue's many-core figures)
+        step cpu-profile 50 "$OUT/cpu_profile.txt" python3 benchmarks/bgsub_profile.py --device cpu \
+            --threads "$(nproc)" --size 1920x1080 --size 3840x2160 --frames 20 --warmup 55
+        ;;
     *)
-        echo "unknown step $s (prepare, env, fps, eval, profile)" >&2
+        echo "unknown step $s (prepare, env, fps, eval, profile, cpu)" >&2
         exit 2
         ;;
     esac

@@ -31,12 +31,12 @@ def test_a_dry_run_lists_every_step_under_its_limit(tmp_path):
     lines = [line for line in done.stdout.splitlines() if line.startswith("== ")]
     names = [line[3:].split(" (limit")[0] for line in lines]
     assert set(names[:3]) == {"warm-olkn", "warm-norma", "gpu-check"}  # side by side, in any order
-    assert names[3:] == ["gpu_fps", "eval olkn", "eval norma", "profile"]
+    assert names[3:] == ["gpu_fps", "eval olkn", "eval norma", "profile", "cpu-profile"]
     assert "benchmarks/gpu_fps.py --json" in done.stdout and "--device cuda" in done.stdout
     # every limit together within the device tool's 600 s a command (the warm-ups run side by side)
     limits = {n: int(line.split("(limit ")[1].split("s)")[0]) for n, line in zip(names, lines)}
     assert max(limits["warm-olkn"], limits["warm-norma"], limits["gpu-check"]) + limits["gpu_fps"] \
-        + limits["eval olkn"] + limits["eval norma"] + limits["profile"] <= 600
+        + limits["eval olkn"] + limits["eval norma"] + limits["profile"] + limits["cpu-profile"] <= 600
 
 
 def test_an_unknown_step_is_refused(tmp_path):
