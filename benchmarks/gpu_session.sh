@@ -6,11 +6,11 @@
 #   bash benchmarks/gpu_session.sh                 # on the GPU machine: every step, results under $OUT
 #   DEVICE=cpu bash benchmarks/gpu_session.sh eval # here: the CPU engine's figures on the same .devdata/
 #   DRY_RUN=1 bash benchmarks/gpu_session.sh       # print the steps without running them
+#   bash benchmarks/gpu_session.sh prepare         # here, once: the wheel and the sequences it carries
 #
 # OUT (default /tmp/gpu-session-out; the device tool sets it) receives env.txt, log.txt, gpu_fps.txt and .json,
-# eval_ALGO_DEVICE.json, profile.txt and cpu_profile.txt; DEVDATA (default .devdata) is the folder of CDnet-layout sequences.
-#
-#   bash benchmarks/gpu_session.sh prepare         # here, once: the wheel and the sequences it carries
+# eval_ALGO_DEVICE.json, profile.txt and cpu_profile.txt; DEVDATA (default .devdata) is the folder of CDnet-layout
+# sequences.
 #
 # Steps (positional arguments choose some: env, fps, eval, profile, cpu; default all), each under its own time
 # limit, the headline first so that a limit loses the least:
@@ -55,14 +55,16 @@ step() {  # step NAME SECONDS STDOUT_FILE COMMAND...: run COMMAND under a limit,
     return 0
 }
 
-#: The dev sequences that travel with the tree (the device tool carries 64 MiB in all: the tree, the numpy wheel
-#: and these 12 of the 16, 27 MB; the CDnet highway and three SBI sequences would not fit).
+# The dev sequences that travel with the tree (the device tool carries 64 MiB in all: the tree, the numpy wheel
+# and these 12 of the 16, 27 MB; the CDnet highway and three SBI sequences would not fit).
 DEV_SEQUENCES="ucsd/birds ucsd/boats ucsd/chopper ucsd/flock ucsd/freeway ucsd/ocean ucsd/peds ucsd/traffic
 ucsd/zodiac sbi/Foliage sbi/IBMtest2 sbi/Snellen"
 
 for s in $STEPS; do
     case $s in
     prepare)  # here, once, with the network and ../shared/data: what the GPU machine's run carries
+        echo "== prepare: .whl/ (numpy 2.4.6 for Python 3.12), .devdata/:" $DEV_SEQUENCES
+        [ "$DRY_RUN" = 1 ] && continue
         mkdir -p .git/info
         for d in /.whl/ /.devdata/; do
             grep -qxF "$d" .git/info/exclude 2>/dev/null || echo "$d" >>.git/info/exclude
