@@ -9,7 +9,7 @@ the samples, the shares of its hottest blocks of 512 bytes, and its hottest inst
 them (a sample lands just after the instruction that stalled). Usage::
 
     python benchmarks/kernel_perf.py                               # olkn's bounded frame at 1920x1080
-    python benchmarks/kernel_perf.py --kernel norma_score --algo norma --size 1280x720
+    python benchmarks/kernel_perf.py --kernel norma_score_planes --algo norma --size 1280x720
     python benchmarks/kernel_perf.py --kernel olkn_bootstrap    # the first frame's bootstrap: new subtractors
 
 Needs ``perf`` (and permission to sample one's own process: ``kernel.perf_event_paranoid`` <= 2) and
@@ -32,7 +32,7 @@ from pathlib import Path
 
 #: The kernels this script can find: name -> (module, function).
 KERNELS = {"olkn_frame_bounded": ("bgsub.models._bounded_frame", "olkn_frame_bounded"),
-           "norma_score": ("bgsub.models._norma_frame", "norma_score"),
+           "norma_score_planes": ("bgsub.models._norma_planes", "norma_score_planes"),
            "norma_update": ("bgsub.models._norma_frame", "norma_update"),
            "olkn_bootstrap": ("bgsub.models._frame_kernels", "olkn_bootstrap")}
 #: Kernels that run on a model's first frame only: sampled on new subtractors' first frames.

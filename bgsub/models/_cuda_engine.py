@@ -575,6 +575,7 @@ class CudaNORMASubtractor(CudaEngine, NORMASubtractor):
     pass."""
 
     _FRAME_KERNEL = "norma_frame"
+    _ROW_PLANES = False  # its host phase scores over the per-pixel state, which it moves to and from the GPU
 
     def _rule(self):
         return _state.norma_rule(self.params)

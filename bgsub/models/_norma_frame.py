@@ -31,10 +31,11 @@ import numpy as np
 from numba import njit
 
 from bgsub.models._bands import run_bands
+from bgsub.models._norma_planes import mirror_slot
 from bgsub.models._prefetch import PREFETCH_AHEAD, prefetch_state
 from bgsub.models._frame_kernels import (_emit, _layout, _level, _norma_novelty_rho, _norma_step, _pixel_sum, _selected,
                                          _unref, _vec, _views)
-from learners.expansion import full_sum_lut
+from learners.expansion import expansion_newest, full_sum_lut
 from learners.steps import blink_accumulate, feedback_level
 
 __all__ = ["score", "update", "frame"]
@@ -45,9 +46,11 @@ def score(frame, state, scale, lut, out, feedback, full=False):
     run_bands(norma_score, frame, state, scale, lut, out, feedback, full)
 
 
-def update(frame, state, scale, lut, rule, f_in, mask, policy, stepped, full=False):
-    """:func:`norma_update` over bands of the frame's rows, one band per thread."""
-    run_bands(norma_update, frame, state, scale, lut, rule, f_in, mask, policy, stepped, full)
+def update(frame, state, scale, lut, rule, f_in, mask, policy, stepped, full=False, planes=None):
+    """:func:`norma_update` over bands of the frame's rows, one band per thread; ``planes``: the row planes the
+    steps keep up to date (:mod:`bgsub.models._norma_planes`), None for none."""
+    planes = NO_PLANES if planes is None else planes
+    run_bands(norma_update, frame, state, scale, lut, rule, f_in, mask, policy, stepped, full, planes)
 
 
 def frame(frame, state, scale, lut, rule, policy, feedback, out):
@@ -101,6 +104,9 @@ def norma_score(frame, state, scale, lut, out, feedback, full, rows):
                 blink[i, j] = blink_accumulate(np.float64(bl), flipped, up, down)
 
 
+#: ``planes`` of an update pass that keeps none.
+NO_PLANES = (np.zeros((0, 0, 0, 0), np.uint8), np.zeros((0, 0, 0), np.float32))
+
 #: A pixel the update pass's second loop visits: its column, tagged.
 _PUSH = 1 << 28  # selected, and its value novel: the step adds a term
 _DIFFUSE = 1 << 29  # not selected: it may learn a neighbour's value
@@ -108,9 +114,11 @@ _COLUMN = (1 << 28) - 1
 
 
 @njit(cache=True, fastmath=True, nogil=True)
-def norma_update(frame, state, scale, lut, rule, f_in, mask, policy, stepped, full, rows):
+def norma_update(frame, state, scale, lut, rule, f_in, mask, policy, stepped, full, planes, rows):
     """Step the pixels of the rows ``rows = (start, stop)`` that ``mask`` (the post-processed mask) selects, after
     :func:`norma_score`: ``rule = (eta, lam, nu)``, ``f_in`` the score pass's ``f``, ``policy`` as the frame kernels take it;
+    ``planes``: row planes (:mod:`bgsub.models._norma_planes`) into which each step copies the slot it wrote (empty
+    arrays: none);
     ``stepped[i]`` receives the number of pixels of row ``i`` that stepped; ``full``: every pixel's buffer holds its
     budget of samples, so none is empty and the policy reads no count (the pass 0.59-0.66x its time at 1920x1080
     against reading every pixel's ring).
@@ -126,6 +134,8 @@ def norma_update(frame, state, scale, lut, rule, f_in, mask, policy, stepped, fu
     frame, lut, f_in, mask = _unref(frame), _unref(lut), _unref(f_in), _unref(mask)
     samples, coef, ring = _unref(state[0]), _unref(state[1]), _unref(state[2])
     rho, stepped = _unref(state[3]), _unref(stepped)
+    ps, pc = _unref(planes[0]), _unref(planes[1])
+    mirror = ps.shape[0] > 0
     lay = _layout(frame, (samples, coef, ring, rho))
     p_bg, p_fg, p_diff, radius, seed, frame_no = policy
     eta, nu = rule[0], rule[2]
@@ -161,6 +171,8 @@ def norma_update(frame, state, scale, lut, rule, f_in, mask, policy, stepped, fu
             if done:
                 rho[i, j] = new_rho
                 n += (tag & _DIFFUSE) != 0
+                if mirror:  # the slot the step wrote (its newest; unchanged when it added no term)
+                    mirror_slot((ps, pc), sv, cf, i, j, expansion_newest(rg, lay[2]))
         stepped[i] = n
 
 

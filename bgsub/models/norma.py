@@ -16,10 +16,12 @@ import numpy as np
 
 from bgsub.models import _frame_kernels as fk
 from bgsub.models import _norma_frame as nf
+from bgsub.models import _norma_planes as _planes
 from bgsub.models import _state
 from bgsub.models.base import (COMMON_PARAMS, FEEDBACK_PARAMS, REMOVED_PARAMS, PixelKernelSubtractor, from_preset,
                                on_device, with_defaults)
 from bgsub.registry import AlgorithmInfo, ParamSpec, register
+from learners.kernels import gaussian_f32_args
 from learners.steps import norma_decay
 
 __all__ = ["NORMASubtractor", "createNORMA", "NORMA_PARAMS", "NORMA_PRESETS"]
@@ -97,7 +99,8 @@ class NORMASubtractor(PixelKernelSubtractor):
         return (-R, R)
 
     def _frame_kernels(self):
-        frames = (nf.norma_frame,) if self._fused() else (nf.norma_score, nf.norma_update)
+        score = (_planes.norma_score_planes, _planes.build_planes) if self._ROW_PLANES else (nf.norma_score,)
+        frames = (nf.norma_frame,) if self._fused() else score + (nf.norma_update,)
         boot = (fk.push_bootstrap,) if self.params["init"] == "neighbours" and self._can_bootstrap_pixelwise() else ()
         return frames + boot
 
@@ -107,8 +110,59 @@ class NORMASubtractor(PixelKernelSubtractor):
                 _state.policy(p_bg, p_fg, p_diff, p, self.n_frames_),
                 _state.feedback(self.blink_, nbr_mask, self._blink_args()), (self._score, mask_out, self._stepped))
         nf.frame(*args)
+        self._planes = self._planes_of = None  # (it does not keep them: written anew if a score pass needs them)
+        self._state_changed()
+
+    #: Whether the score pass sums over row planes (:mod:`bgsub.models._norma_planes`) where it can (the GPU
+    #: engine's host phase does not).
+    _ROW_PLANES = True
+    _planes = None  # (samples (H, B, C, W), coef (H, B, W)) or None
+    _planes_of = None  # the (samples_, coef_) arrays the planes were written from
+    _planes_stale = True
+
+    def _state_changed(self):
+        """The per-pixel state changed other than by the update pass's steps: the row planes are written anew
+        before the next score pass reads them."""
+        self._planes_stale = True
+
+    def _row_planes(self):
+        """The row planes of the state, up to date (:func:`_norma_planes.build_planes` when the state changed
+        otherwise than by the update pass's steps), or None where the score pass sums over the per-pixel state:
+        with ``update_mask="raw"`` (the fused frame, which does not keep them) and on the GPU engine's host."""
+        if not self._ROW_PLANES or self._fused():
+            self._planes = None  # (kept up to date by nobody now: written anew when they are used again)
+            return None
+        H, W, B, C = self.samples_.shape
+        if self._planes is None or self._planes[0].shape != (H, B, C, W):
+            self._planes = (np.empty((H, B, C, W), np.uint8), np.empty((H, B, W), np.float32))
+            self._planes_stale = True
+        if self._planes_stale or self._planes_of is None or self._planes_of[0] is not self.samples_ \
+                or self._planes_of[1] is not self.coef_:
+            _planes.build_planes(self.samples_, self.coef_, self.ring_, self._planes)
+            self._planes_of = (self.samples_, self.coef_)
+            self._planes_stale = False
+        return self._planes
+
+    def _allocate(self, H, W, C):
+        super()._allocate(H, W, C)
+        self._state_changed()
+
+    def reset(self):
+        super().reset()
+        self._planes = self._planes_of = None
+        self._state_changed()
+
+    def _on_renormalise(self, factor):
+        self._state_changed()
 
     def _score_pass(self, img, learn):
+        planes = self._row_planes()
+        if planes is not None:
+            _planes.score(img, planes, self.rho_, float(self.scale_),
+                          gaussian_f32_args(float(self.params["width"]), self.lut()),
+                          (self._score, self._f, self._rawmask, self._own),
+                          _state.feedback(self.blink_, self.prev_mask_, self._blink_args(learn)))
+            return
         nf.score(img, _state.pixel_state(self), float(self.scale_), self.lut(),
                  (self._score, self._f, self._rawmask, self._own),
                  _state.feedback(self.blink_, self.prev_mask_, self._blink_args(learn)), self._all_full())
@@ -118,7 +172,7 @@ class NORMASubtractor(PixelKernelSubtractor):
         policy = _state.policy(p_bg, p_fg, p_diff, p, self.n_frames_)
         # (the banded kernels view their arrays as C-contiguous: a filter's output is, a caller's mask may not be)
         nf.update(img, _state.pixel_state(self), float(self.scale_), self.lut(), _state.norma_rule(p), self._f,
-                  np.ascontiguousarray(mask), policy, self._stepped, self._all_full())
+                  np.ascontiguousarray(mask), policy, self._stepped, self._all_full(), self._row_planes())
 
     def _bootstrap_step(self, x, scratch):
         # nu-NORMA's own rule adds a term only when f < rho, so from rho = 0 it would keep
@@ -142,6 +196,7 @@ class NORMASubtractor(PixelKernelSubtractor):
         return self.params["eta"] / (scale * self._decay())
 
     def _bootstrap_done(self):
+        self._state_changed()
         # ... and sets each pixel's rho to the nu-quantile of f over its own values
         if self.params["init_rho"] == "quantile":
             fk.quantile_offsets(_state.pixel_state(self), float(self.scale_), self.lut(), float(self.params["nu"]))

@@ -3,8 +3,9 @@
 That they give the learners' steps bit for bit is checked through the subtractor
 (``tests/bgsub/test_models.py::test_norma_pixel_equals_scalar_step``, both update masks) and the default
 masks by their hashes (``tests/bgsub/test_mask_hashes.py``); here: the bands do not change any result, the
-score pass is :func:`bgsub.models._frame_kernels.score_frame`'s, and the subtractor runs these kernels
-where it should.
+score pass over the per-pixel state is :func:`bgsub.models._frame_kernels.score_frame`'s, the update pass keeps
+the row planes, and the subtractor runs these kernels where it should. The score pass over the row planes:
+``tests/bgsub/test_norma_planes.py``.
 """
 
 import numpy as np
@@ -14,6 +15,7 @@ import bgsub
 from bgsub.models import _frame_kernels as fk
 from bgsub.models import _norma_frame as nf
 from bgsub.models import _state
+from bgsub.models._norma_planes import build_planes
 from bgsub.models.base import _prob
 
 H, W = 24, 32
@@ -46,6 +48,14 @@ def _copy(sub):
     """The model's state and feedback arrays, copied."""
     return {k: getattr(sub, k).copy() for k in ("samples_", "coef_", "ring_", "rho_", "blink_", "prev_mask_",
                                                  "post_mask_")}
+
+
+def _planes_of(w):
+    """Row planes written from the copied state ``w`` (:func:`bgsub.models._norma_planes.build_planes`)."""
+    H, W, B, C = w["samples_"].shape
+    planes = (np.empty((H, B, C, W), np.uint8), np.empty((H, B, W), np.float32))
+    build_planes(w["samples_"], w["coef_"], w["ring_"], planes)
+    return planes
 
 
 def _args(sub, w):
@@ -82,8 +92,10 @@ def test_bands_do_not_change_the_results(params):
         f, stepped = np.zeros((H, W)), np.zeros(H, np.int64)
         for rows in split:
             nf.norma_score(img, state, scale, lut, (score, f, raw, own), feedback, sub._all_full(), rows)
+        planes = _planes_of(w)  # the row planes the steps keep up to date (tests/bgsub/test_norma_planes.py)
         for rows in split:
-            nf.norma_update(img, state, scale, lut, rule, f, post, policy, stepped, sub._all_full(), rows)
+            nf.norma_update(img, state, scale, lut, rule, f, post, policy, stepped, sub._all_full(), planes, rows)
+        w["planes"] = planes
         # the fused pass
         w2 = {k: v.copy() for k, v in start.items()}
         state2, feedback2, policy2 = _args(sub, w2)
@@ -95,12 +107,15 @@ def test_bands_do_not_change_the_results(params):
     for a, b in zip(one, three):
         if isinstance(a, dict):
             for k in a:
-                np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+                np.testing.assert_equal(a[k], b[k], err_msg=k)
         else:
             np.testing.assert_array_equal(a, b)
     w, score, raw, own, stepped = one[:5]
     assert stepped.sum() > 0 and (raw == 0).any()
     assert not np.array_equal(w["rho_"], start["rho_"])  # the update pass stepped
+    # the steps kept the row planes: they are the planes of the state they left
+    for a, b in zip(w["planes"], _planes_of(w)):
+        np.testing.assert_array_equal(a, b)
     # the pixel's own decision: rho - f > 0, its score without the feedback's lowering
     if sub.params["blink_gain"] == 0.0:
         np.testing.assert_array_equal(own, raw)
@@ -151,7 +166,7 @@ def test_buffers_full_once_every_count_reaches_the_budget():
 
 def test_the_subtractor_runs_the_banded_kernels():
     names = [k.__name__ for k in bgsub.create("norma")._frame_kernels()]
-    assert names[:2] == ["norma_score", "norma_update"]
+    assert names[:3] == ["norma_score_planes", "build_planes", "norma_update"]
     assert [k.__name__ for k in bgsub.create("norma", update_mask="raw")._frame_kernels()][:1] == ["norma_frame"]
     assert bgsub.create("norma", update_mask="raw")._frame_kernels()[0] is nf.norma_frame
     # the whole stream through the banded kernels: a moving object is found, the background learnt

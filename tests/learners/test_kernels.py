@@ -103,3 +103,34 @@ def test_texture_kernel_is_the_gaussian_of_the_effective_distance(width):
                     assert got == pytest.approx(want, rel=tol + 1e-6, abs=2e-7), (factor, d2, h, lam)
     for d2 in range(0, lut.shape[0], 37):  # no texture weight: the table itself
         assert kernels.texture_lut_value(lut, d2, 17, 0.0, 1.0) == np.float64(lut[d2])
+
+
+@pytest.mark.parametrize("width", [0.5, 3.0, 10.0, 40.0, 255.0])
+def test_computed_gaussian_is_the_gaussian_within_2e5(width):
+    """:func:`kernels.gaussian_f32` against ``exp`` at every squared distance of two colour pixels: within 2e-5
+    (relative) below the table's cutoff, at most the table's tolerance past it; its arguments from the table."""
+    lut = kernels.gaussian_lut(width, 3 * 255 ** 2)
+    factor, cutoff = kernels.gaussian_f32_args(width, lut)
+    assert factor == pytest.approx(1.0 / (width * width * 2.0 ** kernels.GAUSSIAN_F32_SQUARINGS)) and cutoff == len(lut)
+    d2 = np.arange(3 * 255 ** 2 + 1)
+    got = _gaussian_f32_all(d2.astype(np.float32), np.float32(factor), np.float32(cutoff))
+    assert got.dtype == np.float32
+    want = np.exp(-d2 / (width * width))
+    live = d2 < cutoff
+    np.testing.assert_allclose(got[live], want[live], rtol=2e-5, atol=0)
+    assert (got[~live] <= 1.01e-7).all()
+    with pytest.raises(ValueError, match="width must be > 0, got -1"):
+        kernels.gaussian_f32_args(-1, lut)
+
+
+def _gaussian_f32_all(d2, factor, cutoff):
+    from numba import njit
+
+    @njit
+    def run(d2, factor, cutoff):
+        out = np.empty(d2.shape[0], np.float32)
+        for k in range(d2.shape[0]):
+            out[k] = kernels.gaussian_f32(d2[k], factor, cutoff)
+        return out
+
+    return run(d2, factor, cutoff)

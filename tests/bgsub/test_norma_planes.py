@@ -1,0 +1,161 @@
+"""nu-NORMA's score pass over row planes (:mod:`bgsub.models._norma_planes`).
+
+The planes are the per-pixel state transposed, kept up to date by the update pass's steps and written anew
+after anything else changes the state; the score pass sums the Gaussian computed in float32 over them. Here:
+the planes' layout, the score pass against the table's (the same decisions up to the Gaussian's rounding) and
+under any split into bands, and that the planes the score pass reads are the state's through a stream with
+every event that changes the state (filling buffers, renormalisation, a checkpoint, switching the update
+mask, reset, a new size, GPU-less host use). The subtractor against a plain transcription of the learners'
+step with this sum: ``tests/bgsub/test_models.py::test_norma_pixel_equals_scalar_step``.
+"""
+
+import numpy as np
+import pytest
+
+import bgsub
+from bgsub.models import _norma_frame as nf
+from bgsub.models import _norma_planes as npl
+from bgsub.models import _state
+from learners.kernels import gaussian_f32_args
+
+H, W = 24, 32
+
+
+def _stream(T, C=3, seed=0):
+    """Noisy background with a bright square crossing it."""
+    rng = np.random.default_rng(seed)
+    base = rng.integers(40, 200, (H, W, C))
+    frames = []
+    for t in range(T):
+        fr = base + rng.normal(0, 4, base.shape)
+        x = (3 * t) % W
+        fr[6:14, x:x + 8] = 250
+        frames.append(np.clip(fr, 0, 255).astype(np.uint8))
+    return frames
+
+
+def _planes_of(samples, coef, ring):
+    h, w, B, C = samples.shape
+    planes = (np.empty((h, B, C, w), np.uint8), np.empty((h, B, w), np.float32))
+    npl.build_planes(samples, coef, ring, planes)
+    return planes
+
+
+def test_build_planes_transposes_and_zeroes_the_free_slots():
+    rng = np.random.default_rng(1)
+    B, C = 5, 3
+    samples = rng.integers(0, 256, (4, 6, B, C)).astype(np.uint8)
+    coef = rng.uniform(0.5, 1.5, (4, 6, B)).astype(np.float32)
+    ring = np.stack([rng.integers(0, B, (4, 6)), rng.integers(0, B + 1, (4, 6))], axis=-1).astype(np.int64)
+    ps, pc = _planes_of(samples, coef, ring)
+    np.testing.assert_array_equal(ps, samples.transpose(0, 2, 3, 1))
+    for i in range(4):
+        for j in range(6):
+            start, count = ring[i, j]
+            live = [(start + k) % B for k in range(count)]
+            for b in range(B):
+                assert pc[i, b, j] == (coef[i, j, b] if b in live else 0.0)
+
+
+def _model(frames, **params):
+    sub = bgsub.create("norma", stabilise="off", illumination="off", **params)
+    for fr in frames:
+        sub.apply(fr)
+    return sub
+
+
+@pytest.mark.parametrize("params", [{}, {"init": "empty", "fg_update_prob": 0.3}, {"color": "gray", "budget": 5}])
+def test_score_pass_against_the_table_and_under_bands(params):
+    frames = _stream(8)
+    sub = _model(frames[:7], **params)
+    img = sub._input_stages(frames[7])
+    planes = _planes_of(sub.samples_, sub.coef_, sub.ring_)
+    gauss = gaussian_f32_args(float(sub.params["width"]), sub.lut())
+    scale = float(sub.scale_)
+    outs = []
+    for split in ([(0, H)], [(0, 7), (7, 8), (8, H)], "table"):
+        blink = sub.blink_.copy()
+        feedback = _state.feedback(blink, sub.prev_mask_, sub._blink_args())
+        out = (np.zeros((H, W), np.float32), np.zeros((H, W)), np.zeros((H, W), np.uint8), np.zeros((H, W), np.uint8))
+        if split == "table":
+            nf.score(img, _state.pixel_state(sub), scale, sub.lut(), out, feedback, sub._all_full())
+        else:
+            for rows in split:
+                npl.norma_score_planes(img, planes, sub.rho_, scale, gauss, out, feedback, rows)
+        outs.append((*out, blink))
+    one, three, table = outs
+    for a, b in zip(one, three):  # the bands change nothing
+        np.testing.assert_array_equal(a, b)
+    f, f_table = one[1], table[1]
+    assert f.max() > 0
+    # the Gaussian within 2e-5 and float32 sums; a term past the table's end adds at most 1e-7 of its coefficient
+    mass = scale * sub.coef_.astype(np.float64).sum(axis=-1)
+    assert (np.abs(f - f_table) <= 3e-5 * f_table + 1.01e-7 * mass).all()
+    # the same decisions wherever they are not within that rounding of the level
+    clear = np.abs(sub.rho_ - f_table) > 1e-4 * np.abs(f_table)
+    assert clear.mean() > 0.9
+    for k in (0, 2, 3):  # score's sign, raw mask, own decision
+        np.testing.assert_array_equal(np.sign(one[k])[clear] if k == 0 else one[k][clear],
+                                      np.sign(table[k])[clear] if k == 0 else table[k][clear])
+
+
+def _check_planes(sub, checked):
+    """The planes the next score pass would read without writing them anew equal the state's."""
+    if sub._planes is None or sub._planes_stale or sub._planes_of[0] is not sub.samples_:
+        return
+    for a, b in zip(sub._planes, _planes_of(sub.samples_, sub.coef_, sub.ring_)):
+        np.testing.assert_array_equal(a, b)
+    checked.append(1)
+
+
+def test_the_planes_follow_the_state_through_a_stream(tmp_path):
+    frames = _stream(40, seed=3)
+    checked = []
+    # buffers filling from empty, pushes into free slots; a quick decay, so that the scale renormalises
+    sub = bgsub.create("norma", stabilise="off", illumination="off", init="empty", eta=0.5, lam=1.8,
+                       fg_update_prob=0.5)
+    renormalised = 0
+    for t, fr in enumerate(frames[:25]):
+        before = sub.scale_
+        sub.apply(fr, learningRate=0.0 if t == 12 else -1)
+        renormalised += sub.scale_ > before
+        _check_planes(sub, checked)
+    assert renormalised >= 2 and len(checked) >= 20
+    # a checkpoint: the loaded model's masks are the running one's
+    path = sub.save(tmp_path / "norma.npz")
+    loaded = bgsub.load(path)
+    for fr in frames[25:30]:
+        np.testing.assert_array_equal(loaded.apply(fr), sub.apply(fr))
+        _check_planes(sub, checked)
+        _check_planes(loaded, checked)
+    # the fused frame (update_mask="raw") does not keep the planes: back to "post", they are written anew
+    sub.set_params(update_mask="raw")
+    for fr in frames[30:33]:
+        sub.apply(fr)
+    assert sub._planes is None
+    sub.set_params(update_mask="post")
+    for fr in frames[33:36]:
+        sub.apply(fr)
+        _check_planes(sub, checked)
+    assert sub._planes is not None
+    # reset, and a new size
+    sub.reset()
+    assert sub._planes is None
+    small = [fr[:16, :20] for fr in frames[36:40]]
+    for fr in small:
+        sub.apply(fr)
+        _check_planes(sub, checked)
+    assert sub._planes[0].shape == (16, 20, 3, 20)
+    assert len(checked) >= 30
+
+
+@pytest.mark.parametrize("params", [{}, {"color": "gray", "budget": 5, "fg_update_prob": 0.5}])
+def test_kept_planes_give_what_planes_written_every_frame_give(params):
+    """The steps' copies into the planes against planes written anew from the state before every frame."""
+    frames = _stream(30, seed=4)
+    kept, fresh = (bgsub.create("norma", **params) for _ in range(2))
+    for fr in frames:
+        fresh._state_changed()
+        np.testing.assert_array_equal(kept.apply(fr), fresh.apply(fr))
+        np.testing.assert_array_equal(kept.getScoreMap(), fresh.getScoreMap())
+    assert kept.n_steps_ == fresh.n_steps_ > 0
