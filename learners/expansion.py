@@ -20,7 +20,8 @@ This module imports only numpy and numba.
 import numpy as np
 from numba import njit
 
-from learners.kernels import GAUSSIAN, GAUSSIAN_LUT, int_squared_distance, kernel_value, popcount16, texture_lut_value
+from learners.kernels import (GAUSSIAN, GAUSSIAN_LUT, gaussian_f32, int_squared_distance, kernel_value, popcount16,
+                              texture_lut_value)
 
 #: Renormalise the coefficients when the global scale leaves this range.
 SCALE_MIN = 1e-10
@@ -53,6 +54,29 @@ def full_sum_lut(x, sv, coef, lut):
                 d2 += diff * diff
             if d2 < n:
                 total += np.float64(coef[slot]) * np.float64(lut[d2])
+    return total
+
+
+@njit(cache=True, fastmath=True, inline="always")
+def expansion_sum_f32(x, sv, coef, ring, factor, cutoff):
+    """The unscaled sum over the live slots in storage order with the Gaussian computed in float32
+    (:func:`learners.kernels.gaussian_f32`, ``(factor, cutoff)`` from :func:`learners.kernels.gaussian_f32_args`),
+    every distance and product in float32 and the sum a float32: one pixel's sum as nu-NORMA's score pass over row
+    planes makes it for a whole row at once (:mod:`bgsub.models._norma_planes`; the GPU engine's norma score pass
+    calls this)."""
+    factor, cutoff = np.float32(factor), np.float32(cutoff)
+    B = sv.shape[0]
+    start = ring[0]
+    count = ring[1]
+    total = np.float32(0.0)
+    for slot in range(B):
+        age = slot - start
+        if (age if age >= 0 else age + B) < count:
+            d2 = np.float32(0.0)
+            for c in range(sv.shape[1]):
+                e = np.float32(sv[slot, c]) - np.float32(x[c])
+                d2 += e * e
+            total += np.float32(coef[slot]) * gaussian_f32(d2, factor, cutoff)
     return total
 
 

@@ -1,7 +1,8 @@
 """The GPU engine's kernels, compiled for CUDA from the CPU engine's own functions.
 
 One truth for the mathematics: nothing here restates a rule. The per-pixel
-pieces -- the expansion's sum and push (:mod:`learners.expansion`), the update
+pieces -- the expansion's sums and push (:mod:`learners.expansion`; nu-NORMA's score pass sums as the CPU
+engine's over row planes, :func:`learners.expansion.expansion_sum_f32`), the update
 rules and offsets (:func:`learners.steps.olk_n_update`,
 :func:`learners.steps.norma_novelty_update`, :func:`learners.steps.olk_n_quantile_rho`, through the
 frame loops' ``_olkn_update`` and ``_quantile_rho``), the blink feedback, the update policy's hash
@@ -28,7 +29,8 @@ State layout on the device: planes across pixels, so that neighbouring threads
 - ``rho`` float64, ``blink`` float32, the masks uint8, all ``(H, W)``;
 - the frame uint8 ``(H, W, C)`` as it is uploaded.
 
-The learning kernels (:data:`olkn_frame`, :data:`norma_frame`, :data:`norma_update_frame`) are one row
+The score passes (:func:`score_frame`, :func:`norma_score_frame`) and the learning kernels (:data:`olkn_frame`,
+:data:`norma_frame`, :data:`norma_update_frame`) run a thread a pixel; the learning kernels are one row
 loop (:func:`_stepping_rows`) around a pixel function. A block is a run of :data:`ROW_THREADS` pixels of
 one row, a thread a pixel (the grid: :func:`frame_grid`); it counts its stepped pixels
 (``syncthreads_count``) into ``stepped[i, chunk]`` without atomics, which the host sums by row into the
@@ -54,7 +56,7 @@ import numpy as np
 from numba.core.registry import CPUDispatcher
 
 from bgsub.models._frame_kernels import _diffusion_source, _emit, _level, _olkn_update, _quantile_rho, _selected
-from learners.expansion import expansion_sum
+from learners.expansion import expansion_sum, expansion_sum_f32
 from learners.kernels import GAUSSIAN_LUT
 from learners.steps import RHO_QUANTILE, norma_novelty_update
 
@@ -294,6 +296,23 @@ def score_frame(frame, state, scale, lut, offset, score, f_out, oldest_out, mask
         _decide(level, f, feedback, i, j, score, mask)
 
 
+def norma_score_frame(frame, state, scale, gauss, score, f_out, mask, own, feedback):
+    """nu-NORMA's score pass on the device, as the CPU engine's over row planes (:mod:`bgsub.models._norma_planes`):
+    every pixel's :func:`learners.expansion.expansion_sum_f32` (the Gaussian computed in float32, ``gauss = (factor,
+    cutoff)``), its score, raw mask, own decision and blink accumulator; no learning (the grid of
+    :func:`frame_grid`)."""
+    i = cuda.blockIdx.x  # noqa: F821
+    j = cuda.blockIdx.y * cuda.blockDim.x + cuda.threadIdx.x  # noqa: F821
+    if j < frame.shape[1]:
+        total = expansion_sum_f32(frame[i, j], state[0][:, :, i, j], state[1][:, i, j], state[2][:, i, j], gauss[0],
+                                  gauss[1])
+        f = scale * np.float64(total)
+        f_out[i, j] = f
+        level = state[3][i, j]
+        own[i, j] = 255 if level - f > 0.0 else 0
+        _decide(level, f, feedback, i, j, score, mask)
+
+
 def window_pass(src, k, vertical, at_least, out):
     """A pass of a count over a ``k x k`` window (replicated border) of a 0/255 mask. ``vertical``: ``out[i, j]``
     counts the set pixels of the mask ``src`` in the ``k`` rows around row ``i``; else ``out[i, j]`` is 255 where
@@ -335,7 +354,8 @@ def gather_grid(state, prev, rows, cols, out):
         gprev[k] = prev[i, j]
 
 
-_KERNEL_FUNCTIONS = (olkn_frame, norma_frame, norma_update_frame, score_frame, window_pass, gather_grid)
+_KERNEL_FUNCTIONS = (olkn_frame, norma_frame, norma_update_frame, score_frame, norma_score_frame, window_pass,
+                     gather_grid)
 
 
 def kernels(cuda_module) -> _pytypes.SimpleNamespace:
@@ -396,6 +416,7 @@ def signatures() -> dict[str, tuple]:
         "norma_frame": [head + (norma, policy, feedback, out)],
         "norma_update_frame": [head + (norma, policy, t(a(f64, 2), a(u8, 2)), t(a(i64, 2)))],
         "score_frame": [head + (f64, a(f32, 2), a(f64, 2), a(f64, 2), a(u8, 2), a(u8, 2), feedback)],
+        "norma_score_frame": [head[:3] + (t(f64, f64), a(f32, 2), a(f64, 2), a(u8, 2), a(u8, 2), feedback)],
         "window_pass": [(a(u8, 2), i64, nt.boolean, i64, a(i32, 2)), (a(i32, 2), i64, nt.boolean, i64, a(u8, 2))],
         "gather_grid": [(head[1], a(u8, 2), a(i64, 1), a(i64, 1), t(a(u8, 3), a(f32, 2), a(i32, 2), a(u8, 1)))],
     }

@@ -22,7 +22,10 @@ sum a full buffer gets anyway): the pass 1.08-1.11x as fast from 320x240 to 1920
 (``docs/performance.md``). (Passing the update only the pixels' own decisions, one byte instead of eight, saved
 less in the score pass than it cost the update pass, measured.)
 
-The score map is exact (every pixel's full sum, as ``score_frame``'s).
+The score map is exact (every pixel's full sum, as ``score_frame``'s). The subtractor's score pass runs over row
+planes with the Gaussian computed in float32 (:mod:`bgsub.models._norma_planes`) wherever the update pass keeps
+them (``update_mask="post"``, the default); :func:`norma_score` serves the frames that do not learn under
+``update_mask="raw"``, whose fused frame (:func:`norma_frame`) sums with the table.
 
 This module imports only numpy, numba, the learners' rules, the frame loops' helpers and the bands' thread pool.
 """
@@ -116,12 +119,11 @@ _COLUMN = (1 << 28) - 1
 @njit(cache=True, fastmath=True, nogil=True)
 def norma_update(frame, state, scale, lut, rule, f_in, mask, policy, stepped, full, planes, rows):
     """Step the pixels of the rows ``rows = (start, stop)`` that ``mask`` (the post-processed mask) selects, after
-    :func:`norma_score`: ``rule = (eta, lam, nu)``, ``f_in`` the score pass's ``f``, ``policy`` as the frame kernels take it;
-    ``planes``: row planes (:mod:`bgsub.models._norma_planes`) into which each step copies the slot it wrote (empty
-    arrays: none);
-    ``stepped[i]`` receives the number of pixels of row ``i`` that stepped; ``full``: every pixel's buffer holds its
-    budget of samples, so none is empty and the policy reads no count (the pass 0.59-0.66x its time at 1920x1080
-    against reading every pixel's ring).
+    the score pass: ``rule = (eta, lam, nu)``, ``f_in`` the score pass's ``f``, ``policy`` as the frame kernels take
+    it; ``stepped[i]`` receives the number of pixels of row ``i`` that stepped; ``full``: every pixel's buffer holds
+    its budget of samples, so none is empty and the policy reads no count (the pass 0.59-0.66x its time at 1920x1080
+    against reading every pixel's ring); ``planes``: row planes (:mod:`bgsub.models._norma_planes`) into which each
+    step copies the slot it wrote (empty arrays: none; at 1920x1080 the pass takes 1.3x its time with them).
 
     Each row runs two loops. The first draws every pixel's selection and moves the offset of each selected pixel
     (:func:`learners.steps.norma_novelty_rho`, the offset of its step), without branches, so that it vectorises;

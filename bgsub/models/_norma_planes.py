@@ -13,10 +13,12 @@ The planes are a copy the subtractor derives from its state (:class:`bgsub.model
 :func:`build_planes` writes them from the per-pixel arrays (after an allocation, the bootstrap, a checkpoint's
 load, a renormalisation), and the update pass copies each slot a step writes into them
 (:func:`mirror_slot`, :func:`bgsub.models._norma_frame.norma_update`). The per-pixel arrays stay the state:
-the update pass, the bootstrap, checkpoints, the background image and the GPU engine read them.
+the update pass, the bootstrap, checkpoints, the background image and the GPU engine read them. Each pixel's
+sum is :func:`learners.expansion.expansion_sum_f32`'s, which the GPU engine's norma score pass calls, up to
+float32's rounding.
 
 The sums differ from the table's in their last digits (the Gaussian within 2e-5, float32 sums): norma's dev
-F moved by under 0.001 (``docs/performance.md``).
+mean F 0.4738 against 0.4737, every sequence within 0.0009 (``docs/performance.md``).
 
 This module imports only numpy, numba, the learners' rules and the bands' thread pool.
 """

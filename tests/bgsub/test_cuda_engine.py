@@ -118,7 +118,9 @@ def test_norma_post_update_with_component_filters_and_rates():
     rates = [-1, -1, -1, 0, -1, 0.5, -1, 0, -1, -1]
     cpu, gpu, agree = run_both("norma", clip(10, seed=5), rates=rates, median=5, fill_holes=6, min_area=3)
     assert agree >= 0.999
-    np.testing.assert_allclose(gpu.getScoreMap(), cpu.getScoreMap(), rtol=1e-5, atol=1e-6)
+    # the same sums as the CPU's over row planes (the Gaussian computed in float32), up to float32's rounding: the
+    # table's Gaussian would be up to 2e-5 of the sum away
+    np.testing.assert_allclose(gpu.getScoreMap(), cpu.getScoreMap(), rtol=0, atol=2e-8)
     assert_same_state(cpu, gpu)
 
 
@@ -430,6 +432,6 @@ def test_kernels_compile_for_the_gpu():
                     "(pip install -e \".[cuda]\")")
     assert out.returncode == 0, out.stderr[-2000:]
     sizes = json.loads(out.stdout.strip().splitlines()[-1])
-    assert set(sizes) == {"olkn_frame", "norma_frame", "norma_update_frame", "score_frame", "window_pass",
-                          "gather_grid"}
+    assert set(sizes) == {"olkn_frame", "norma_frame", "norma_update_frame", "score_frame", "norma_score_frame",
+                          "window_pass", "gather_grid"}
     assert min(sizes.values()) > 1000

@@ -11,11 +11,13 @@ step with this sum: ``tests/bgsub/test_models.py::test_norma_pixel_equals_scalar
 
 import numpy as np
 import pytest
+from numba import njit
 
 import bgsub
 from bgsub.models import _norma_frame as nf
 from bgsub.models import _norma_planes as npl
 from bgsub.models import _state
+from learners.expansion import expansion_sum_f32
 from learners.kernels import gaussian_f32_args
 
 H, W = 24, 32
@@ -88,6 +90,13 @@ def test_score_pass_against_the_table_and_under_bands(params):
         np.testing.assert_array_equal(a, b)
     f, f_table = one[1], table[1]
     assert f.max() > 0
+    # each pixel's sum is learners.expansion.expansion_sum_f32's (the GPU engine's), up to float32's rounding (the
+    # vectorised and the scalar code may round a term's polynomial differently by one unit, which its eight
+    # squarings multiply by 256: 1.5e-5)
+    per_pixel = np.array([[_sum_f32(img[i, j], sub.samples_[i, j], sub.coef_[i, j], sub.ring_[i, j], *gauss)
+                           for j in range(W)] for i in range(H)])
+    np.testing.assert_allclose(f, scale * per_pixel, rtol=2e-5, atol=0)
+    assert np.mean(np.abs(f - scale * per_pixel) <= 1e-6 * f) > 0.95
     # the Gaussian within 2e-5 and float32 sums; a term past the table's end adds at most 1e-7 of its coefficient
     mass = scale * sub.coef_.astype(np.float64).sum(axis=-1)
     assert (np.abs(f - f_table) <= 3e-5 * f_table + 1.01e-7 * mass).all()
@@ -97,6 +106,11 @@ def test_score_pass_against_the_table_and_under_bands(params):
     for k in (0, 2, 3):  # score's sign, raw mask, own decision
         np.testing.assert_array_equal(np.sign(one[k])[clear] if k == 0 else one[k][clear],
                                       np.sign(table[k])[clear] if k == 0 else table[k][clear])
+
+
+@njit
+def _sum_f32(x, sv, coef, ring, factor, cutoff):
+    return expansion_sum_f32(x, sv, coef, ring, factor, cutoff)
 
 
 def _check_planes(sub, checked):

@@ -261,3 +261,37 @@ def test_textured_sums_until_stop_at_the_first_term_that_reaches_the_limit(inter
         limit = scale * (partial[n] if n == 0 else 0.5 * (partial[n - 1] + partial[n]))
         total, stopped = until(limit)
         assert stopped and total == pytest.approx(partial[n], rel=1e-12)
+
+
+@pytest.mark.parametrize("d", [1, 3])
+@pytest.mark.parametrize("start,count", [(0, 0), (0, 1), (5, 19), (17, 20)])
+def test_float32_sum_is_the_table_sum_within_the_gaussians_error(d, start, count):
+    """expansion_sum_f32: a plain transcription in float32 (each difference, square, product and sum rounded to
+    float32, the live slots in storage order) within float32's rounding, and the table's float64 sum within
+    the computed Gaussian's 2e-5 (relative), a term past the table's end adding at most 1e-7 of its
+    coefficient."""
+    from learners.expansion import expansion_sum_f32
+    from learners.kernels import gaussian_f32, gaussian_f32_args
+
+    rng = np.random.default_rng(10 * d + count)
+    B = 20
+    lut = gaussian_lut(40.0, d * 255 * 255)
+    factor, cutoff = gaussian_f32_args(40.0, lut)
+    sv = rng.integers(0, 256, (B, d)).astype(np.uint8)
+    coef = rng.uniform(0.5, 1.5, B).astype(np.float32)
+    ring = np.array([start, count], dtype=np.int64)
+    live = [(start + k) % B for k in range(count)]
+    f32 = np.float32
+    for x in rng.integers(0, 256, (6, d)).astype(np.uint8):
+        got = expansion_sum_f32(x, sv, coef, ring, factor, cutoff)
+        assert isinstance(got, np.float32) or type(got) is float
+        want = f32(0.0)
+        for slot in sorted(live):
+            d2 = f32(0.0)
+            for c in range(d):
+                e = f32(sv[slot, c]) - f32(x[c])
+                d2 = f32(d2 + e * e)
+            want = f32(want + coef[slot] * gaussian_f32(d2, f32(factor), f32(cutoff)))
+        assert got == pytest.approx(want, rel=1e-6, abs=0)
+        table, _ = expansion_sum(x, sv, coef, ring, GAUSSIAN_LUT, 0.0, 0.0, 0.0, lut)
+        assert abs(got - table) <= 2e-5 * table + 1.01e-7 * float(coef[live].sum()) if live else got == table == 0.0
