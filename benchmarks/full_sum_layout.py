@@ -8,16 +8,18 @@ across its pixels (samples ``(H, B, 3, W)``, coefficients ``(H, B, W)``), so tha
 across the pixels, vectorised without a remainder:
 
 - ``planes, table``: the same table, float64 sums (the same terms in slot order);
-- ``planes, computed``: the Gaussian computed in float32 (``exp(-u)`` for ``u = d2 / (256 width^2)`` by its
-  Taylor polynomial of degree 4, squared eight times; within about 5e-6 of the table, relative) and float32
-  sums.
+- ``planes, computed``: the Gaussian computed in float32 (:func:`learners.kernels.gaussian_f32`: ``exp(-u)`` for
+  ``u = d2 / (256 width^2)`` by its Taylor polynomial of degree 4, squared eight times; within 2e-5 of ``exp``,
+  relative) and float32 sums.
 
 ::
 
     python benchmarks/full_sum_layout.py --size 1280x720 --size 1920x1080
 
-It is not the product's kernel: it bounds what those changes could save in norma's score pass
-(docs/performance.md, *What was tried*).
+norma's score pass sums the ``planes, computed`` way (:mod:`bgsub.models._norma_planes`, with its row's decisions
+and over the model's real state); this script compares the three on random states (docs/performance.md, *What was
+tried*). Its kernels compile at each run (a few seconds): numba's cache of a parallel loop compiled while a test
+imported the script under another name fails to load in the script.
 """
 
 from __future__ import annotations
@@ -29,15 +31,13 @@ import numpy as np
 from numba import njit, prange
 
 from learners.expansion import full_sum_lut
-from learners.kernels import gaussian_lut
+from learners.kernels import gaussian_f32, gaussian_f32_args, gaussian_lut
 
 WIDTH = 40.0
 B = 20
-#: ``u = d2 * SCALE``: the Gaussian's exponent over ``2^8``, undone by eight squarings.
-SCALE = 1.0 / (WIDTH * WIDTH * 256.0)
 
 
-@njit(cache=True, fastmath=True, parallel=True)
+@njit(fastmath=True, parallel=True)
 def per_pixel(frame, samples, coef, lut, out):
     """The product's sum: :func:`learners.expansion.full_sum_lut` of each pixel."""
     H, W = frame.shape[:2]
@@ -46,7 +46,7 @@ def per_pixel(frame, samples, coef, lut, out):
             out[i, j] = full_sum_lut(frame[i, j], samples[i, j], coef[i, j], lut)
 
 
-@njit(cache=True, fastmath=True, parallel=True)
+@njit(fastmath=True, parallel=True)
 def planes_table(frame, samples, coef, lut, out):
     """Row planes (``frame (H, 3, W)``, ``samples (H, B, 3, W)``, ``coef (H, B, W)``), the table, float64."""
     H, nb, _, W = samples.shape
@@ -65,11 +65,11 @@ def planes_table(frame, samples, coef, lut, out):
             out[i, j] = acc[j]
 
 
-@njit(cache=True, fastmath=True, parallel=True)
-def planes_computed(frame, samples, coef, scale, out):
-    """Row planes, the Gaussian computed in float32, float32 sums."""
+@njit(fastmath=True, parallel=True)
+def planes_computed(frame, samples, coef, gauss, out):
+    """Row planes, the Gaussian computed in float32 (``gauss = (factor, cutoff)``), float32 sums."""
     H, nb, _, W = samples.shape
-    one, k = np.float32(1.0), np.float32(scale)
+    factor, cutoff = np.float32(gauss[0]), np.float32(gauss[1])
     for i in prange(H):
         acc = np.zeros(W, np.float32)
         for b in range(nb):
@@ -77,17 +77,7 @@ def planes_computed(frame, samples, coef, scale, out):
                 e0 = np.float32(samples[i, b, 0, j]) - np.float32(frame[i, 0, j])
                 e1 = np.float32(samples[i, b, 1, j]) - np.float32(frame[i, 1, j])
                 e2 = np.float32(samples[i, b, 2, j]) - np.float32(frame[i, 2, j])
-                u = (e0 * e0 + e1 * e1 + e2 * e2) * k
-                y = one - u * (one - u * (np.float32(0.5) - u * (np.float32(1.0 / 6.0) - u * np.float32(1.0 / 24.0))))
-                y = y * y
-                y = y * y
-                y = y * y
-                y = y * y
-                y = y * y
-                y = y * y
-                y = y * y
-                y = y * y
-                acc[j] += coef[i, b, j] * y
+                acc[j] += coef[i, b, j] * gaussian_f32(e0 * e0 + e1 * e1 + e2 * e2, factor, cutoff)
         for j in range(W):
             out[i, j] = acc[j]
 
@@ -125,7 +115,7 @@ def main(argv=None) -> None:
         (frame, samples, coef), (pf, ps, pc) = state(W, H)
         ref, tab, com = np.empty((H, W)), np.empty((H, W)), np.empty((H, W), np.float32)
         runs = ((per_pixel, (frame, samples, coef, lut, ref)), (planes_table, (pf, ps, pc, lut, tab)),
-                (planes_computed, (pf, ps, pc, SCALE, com)))
+                (planes_computed, (pf, ps, pc, gaussian_f32_args(WIDTH, lut), com)))
         for fn, a in runs:  # compile, and the first touch of the outputs
             fn(*a)
         times = [[] for _ in runs]

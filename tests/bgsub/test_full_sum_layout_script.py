@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from learners.kernels import gaussian_lut
+from learners.kernels import gaussian_f32_args, gaussian_lut
 from tests._scripts import load_benchmark
 
 
@@ -16,7 +16,7 @@ def test_the_layouts_sum_the_same_terms(capsys):
     ref, tab, com = np.empty((H, W)), np.empty((H, W)), np.empty((H, W), np.float32)
     fs.per_pixel(frame, samples, coef, lut, ref)
     fs.planes_table(pf, ps, pc, lut, tab)
-    fs.planes_computed(pf, ps, pc, fs.SCALE, com)
+    fs.planes_computed(pf, ps, pc, gaussian_f32_args(fs.WIDTH, lut), com)
     # a plain transcription of the product's sum at one pixel
     i, j = 2, 11
     d2 = ((samples[i, j].astype(np.int64) - frame[i, j].astype(np.int64)) ** 2).sum(axis=1)
