@@ -41,7 +41,6 @@ from bgsub.models.base import BLINK_MARGIN
 from bgsub.models.norma import NORMASubtractor
 from bgsub.models.olkn import OLKNSubtractor
 from learners.expansion import needs_renormalise
-from learners.kernels import gaussian_f32_args
 
 __all__ = ["DEVICES", "DeviceError", "CudaEngine", "CudaOLKNSubtractor", "CudaNORMASubtractor", "to_device",
            "device_of", "check_device", "cuda_runtime", "INSTALL_HINT"]
@@ -576,16 +575,15 @@ class CudaNORMASubtractor(CudaEngine, NORMASubtractor):
     pass."""
 
     _FRAME_KERNEL = "norma_frame"
-    _ROW_PLANES = False  # (the host runs only the first frame's bootstrap, which scores nothing)
+    _ROW_PLANES = False  # (the host runs only the first frame's bootstrap)
 
     def _score_pass(self, img, learn):
         if self._on_host():
             return super()._score_pass(img, learn)
         dev = self._ready(img)
         # the CPU engine's sums over row planes, pixel by pixel (the Gaussian computed in float32)
-        gauss = gaussian_f32_args(float(self.params["width"]), self.lut())
         dev.run(dev.kernels.norma_score_frame, dev.blocks, dev.threads, dev.frame, dev.state, float(self.scale_),
-                  gauss, dev.score, dev.f, dev.mask, dev.own, self._feedback(dev, dev.prev, learn))
+                  self._gauss(), dev.score, dev.f, dev.mask, dev.own, self._feedback(dev, dev.prev, learn))
         self._wrote_raw(dev)
         self._ran()
 

@@ -101,7 +101,8 @@ class NORMASubtractor(PixelKernelSubtractor):
     def _frame_kernels(self):
         score = (_planes.norma_score_planes, _planes.build_planes) if self._ROW_PLANES else (nf.norma_score,)
         frames = (nf.norma_frame,) if self._fused() else score + (nf.norma_update,)
-        boot = (fk.push_bootstrap,) if self.params["init"] == "neighbours" and self._can_bootstrap_pixelwise() else ()
+        boot = ((fk.push_bootstrap, _planes.norma_quantile_offsets)
+                if self.params["init"] == "neighbours" and self._can_bootstrap_pixelwise() else ())
         return frames + boot
 
     def _frame(self, img, p_bg, p_fg, p_diff, mask_out, nbr_mask):
@@ -158,8 +159,7 @@ class NORMASubtractor(PixelKernelSubtractor):
     def _score_pass(self, img, learn):
         planes = self._row_planes()
         if planes is not None:
-            _planes.score(img, planes, self.rho_, float(self.scale_),
-                          gaussian_f32_args(float(self.params["width"]), self.lut()),
+            _planes.score(img, planes, self.rho_, float(self.scale_), self._gauss(),
                           (self._score, self._f, self._rawmask, self._own),
                           _state.feedback(self.blink_, self.prev_mask_, self._blink_args(learn)))
             return
@@ -197,9 +197,20 @@ class NORMASubtractor(PixelKernelSubtractor):
 
     def _bootstrap_done(self):
         self._state_changed()
-        # ... and sets each pixel's rho to the nu-quantile of f over its own values
+        # ... and sets each pixel's rho to the nu-quantile of f over its own values, summed as the score pass sums
+        # (over row planes: the subtractor's own, or written for this alone where it keeps none)
         if self.params["init_rho"] == "quantile":
-            fk.quantile_offsets(_state.pixel_state(self), float(self.scale_), self.lut(), float(self.params["nu"]))
+            planes = self._row_planes()
+            if planes is None:
+                H, W, B, C = self.samples_.shape
+                planes = (np.empty((H, B, C, W), np.uint8), np.empty((H, B, W), np.float32))
+                _planes.build_planes(self.samples_, self.coef_, self.ring_, planes)
+            _planes.quantile_offsets(planes, self.ring_, self.rho_, float(self.scale_), self._gauss(),
+                                     float(self.params["nu"]))
+
+    def _gauss(self):
+        """``(factor, cutoff)`` of the Gaussian computed in float32 (:func:`learners.kernels.gaussian_f32`)."""
+        return gaussian_f32_args(float(self.params["width"]), self.lut())
 
     def _decay(self) -> float:
         return float(norma_decay(self.params["eta"], self.params["lam"]))

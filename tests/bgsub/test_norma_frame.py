@@ -178,34 +178,3 @@ def test_the_subtractor_runs_the_banded_kernels():
     assert masks[-1][16:, :].mean() < 0.05 * 255  # the noisy background below it
     assert masks[-2].mean() < 0.05 * 255
     assert sub.n_steps_ > 0
-
-
-@pytest.mark.parametrize("count", [20, 7, 1])
-def test_quantile_offsets_take_the_rank_of_the_leave_one_out_values(count):
-    """nu-NORMA's first-frame offset: the value of rank ``floor(q * count)`` of the pixel's leave-one-out ``f`` over
-    its own samples (a plain transcription: every live sample's sum without its own term, sorted)."""
-    from learners.kernels import gaussian_lut
-
-    rng = np.random.default_rng(count)
-    B, C, q, scale = 20, 3, 0.1, 0.7
-    lut = gaussian_lut(40.0, C * 255 * 255)
-    samples = rng.integers(60, 140, (4, 5, B, C)).astype(np.uint8)
-    coef = rng.uniform(0.001, 0.002, (4, 5, B)).astype(np.float32)
-    ring = np.zeros((4, 5, 2), np.int64)
-    ring[..., 0] = 0 if count < B else 3  # a filling buffer starts at slot 0; a full one anywhere
-    ring[..., 1] = count
-    rho = np.full((4, 5), -1.0)
-    fk.quantile_offsets((samples, coef, ring, rho), scale, lut, q)
-    for i in range(4):
-        for j in range(5):
-            slots = [(ring[i, j, 0] + a) % B for a in range(count)]
-            values = []
-            for a in slots:
-                total = 0.0
-                for b in slots:
-                    d2 = int(((samples[i, j, a].astype(int) - samples[i, j, b].astype(int)) ** 2).sum())
-                    if b != a and d2 < lut.shape[0]:
-                        total += float(coef[i, j, b]) * float(lut[d2])
-                values.append(scale * total)
-            want = sorted(values)[min(int(q * count), count - 1)]
-            assert rho[i, j] == pytest.approx(want, rel=1e-12, abs=1e-18)

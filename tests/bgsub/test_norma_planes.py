@@ -173,3 +173,39 @@ def test_kept_planes_give_what_planes_written_every_frame_give(params):
         np.testing.assert_array_equal(kept.apply(fr), fresh.apply(fr))
         np.testing.assert_array_equal(kept.getScoreMap(), fresh.getScoreMap())
     assert kept.n_steps_ == fresh.n_steps_ > 0
+
+
+@pytest.mark.parametrize("count", [20, 7, 1])
+def test_quantile_offsets_take_the_rank_of_the_leave_one_out_values(count):
+    """nu-NORMA's first-frame offset: the value of rank ``floor(q * count)`` of the pixel's leave-one-out ``f`` over
+    its own live samples, the Gaussian computed in float32 (a plain transcription: every live sample's sum without
+    its own term, sorted; up to float32's rounding)."""
+    from learners.kernels import gaussian_f32, gaussian_lut
+
+    rng = np.random.default_rng(count)
+    B, C, q, scale = 20, 3, 0.1, 0.7
+    lut = gaussian_lut(40.0, C * 255 * 255)
+    gauss = gaussian_f32_args(40.0, lut)
+    samples = rng.integers(60, 140, (4, 5, B, C)).astype(np.uint8)
+    coef = rng.uniform(0.001, 0.002, (4, 5, B)).astype(np.float32)
+    ring = np.zeros((4, 5, 2), np.int64)
+    ring[..., 0] = 0 if count < B else 3  # a filling buffer starts at slot 0; a full one anywhere
+    ring[..., 1] = count
+    rho = np.full((4, 5), -1.0)
+    npl.quantile_offsets(_planes_of(samples, coef, ring), ring, rho, scale, gauss, q)
+    f32 = np.float32
+    for i in range(4):
+        for j in range(5):
+            slots = [(ring[i, j, 0] + a) % B for a in range(count)]
+            values = []
+            for a in slots:
+                total = 0.0
+                for b in slots:
+                    if b != a:
+                        d2 = f32(((samples[i, j, a].astype(int) - samples[i, j, b].astype(int)) ** 2).sum())
+                        total += float(coef[i, j, b]) * float(gaussian_f32(d2, f32(gauss[0]), f32(gauss[1])))
+                values.append(scale * total)
+            want = sorted(values)[min(int(q * count), count - 1)]
+            assert rho[i, j] == pytest.approx(want, rel=2e-5, abs=1e-12)
+            if count == 1:
+                assert rho[i, j] == 0.0

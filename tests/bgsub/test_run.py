@@ -282,5 +282,6 @@ def test_run_says_when_the_first_frame_waits_for_numba(tmp_path, capsys, monkeyp
 
     assert "(olkn_frame_bounded, olkn_bootstrap)" in compile_note(bgsub.create("olkn"))
     assert "kernels (olkn_frame) before" in compile_note(bgsub.create("olkn", score_map="exact", init="empty"))
-    assert "(norma_score_planes, build_planes, norma_update, push_bootstrap)" in compile_note(bgsub.create("norma"))
+    assert ("(norma_score_planes, build_planes, norma_update, push_bootstrap, norma_quantile_offsets)"
+            in compile_note(bgsub.create("norma")))
     assert compile_note(bgsub.create("knn")) is None  # OpenCV's: nothing to compile
