@@ -17,8 +17,9 @@ the update pass, the bootstrap, checkpoints, the background image and the GPU en
 sum is :func:`learners.expansion.expansion_sum_f32`'s, which the GPU engine's norma score pass calls, up to
 float32's rounding.
 
-The sums differ from the table's in their last digits (the Gaussian within 2e-5, float32 sums): norma's dev
-mean F 0.4738 against 0.4737, every sequence within 0.0009 (``docs/performance.md``).
+The first frame's offsets are summed the same way (:func:`norma_quantile_offsets`). The sums differ from the
+table's in their last digits (the Gaussian within 2e-5, float32 sums): norma's dev mean F 0.4740 against 0.4737,
+every sequence within 0.0032 (``docs/performance.md``).
 
 This module imports only numpy, numba, the learners' rules and the bands' thread pool.
 """
