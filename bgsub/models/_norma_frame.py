@@ -34,12 +34,11 @@ import numpy as np
 from numba import njit
 
 from bgsub.models._bands import run_bands
-from bgsub.models._norma_planes import mirror_slot
+from bgsub.models._norma_planes import decide_row, mirror_slot
 from bgsub.models._prefetch import PREFETCH_AHEAD, prefetch_state
 from bgsub.models._frame_kernels import (_emit, _layout, _level, _norma_novelty_rho, _norma_step, _pixel_sum, _selected,
                                          _unref, _vec, _views)
 from learners.expansion import expansion_newest, full_sum_lut
-from learners.steps import blink_accumulate, feedback_level
 
 __all__ = ["score", "update", "frame"]
 
@@ -76,11 +75,9 @@ def norma_score(frame, state, scale, lut, out, feedback, full, rows):
     samples, coef, ring = _unref(state[0]), _unref(state[1]), _unref(state[2])
     rho = _unref(state[3])
     score, f_out, mask, own = _unref(out[0]), _unref(out[1]), _unref(out[2]), _unref(out[3])
-    blink, prev, post = _unref(feedback[0]), _unref(feedback[1]), _unref(feedback[2])
-    gain, up, down = feedback[3], feedback[4], feedback[5]
+    feedback = (_unref(feedback[0]), _unref(feedback[1]), _unref(feedback[2]), feedback[3], feedback[4], feedback[5])
     lay = _layout(frame, (samples, coef, ring, rho))
     W = lay[1]
-    blinks = gain > 0.0 and (up > 0.0 or down > 0.0)  # :func:`bgsub.models._frame_kernels._emit`'s condition
     for i in range(rows[0], rows[1]):
         for j in range(W):
             p = i * W + j
@@ -91,20 +88,8 @@ def norma_score(frame, state, scale, lut, out, feedback, full, rows):
                 _, _, _, _, f, _ = _pixel_sum(frame, samples, coef, ring, lay, p, lut, scale, None)
             f_out[i, j] = f
         # the row's decisions in a loop of their own (each array read once, stores without conditions: it vectorises;
-        # the pass 0.86-0.95x its time at 1280x720 and 1920x1080 against the decisions made beside each sum). The
-        # writes are ``_emit``'s written out, as in olkn's bounded frame (through an inlined helper, slower)
-        for j in range(W):
-            f = f_out[i, j]
-            level = rho[i, j]
-            own[i, j] = 255 if level - f > 0.0 else 0
-            bl = blink[i, j]
-            sc = (feedback_level(level, np.float64(bl), gain) if gain > 0.0 else level) - f
-            out_fg = sc > 0.0
-            score[i, j] = sc
-            mask[i, j] = 255 if out_fg else 0
-            if blinks:
-                flipped = (out_fg != (prev[i, j] != 0)) & (post[i, j] == 0)
-                blink[i, j] = blink_accumulate(np.float64(bl), flipped, up, down)
+        # the pass 0.86-0.95x its time at 1280x720 and 1920x1080 against the decisions made beside each sum)
+        decide_row(i, f_out[i], 1.0, rho, feedback, (score, f_out, mask, own))  # (f_out rewritten: the same values)
 
 
 #: ``planes`` of an update pass that keeps none.

@@ -28,10 +28,11 @@ import numpy as np
 from numba import njit, prange
 
 from bgsub.models._bands import run_bands
+from bgsub.models._frame_kernels import _unref
 from learners.kernels import gaussian_f32
 from learners.steps import blink_accumulate, feedback_level
 
-__all__ = ["build_planes", "mirror_slot", "quantile_offsets", "score"]
+__all__ = ["build_planes", "decide_row", "mirror_slot", "quantile_offsets", "score"]
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -62,6 +63,32 @@ def mirror_slot(planes, sv, cf, i, j, slot):
     pc[i, slot, j] = cf[slot]
 
 
+@njit(cache=True, fastmath=True, inline="always")
+def decide_row(i, sums, scale, rho, feedback, out):
+    """Row ``i``'s ``f = scale * sums`` (``sums`` (W,), float32 or float64) and decisions against the offsets
+    ``rho``, into ``out = (score, f, mask, own)``: the score ``level - f`` (``level`` the offset, lowered where the
+    pixel blinks), ``f``, the raw mask ``score > 0``, the pixel's own decision ``rho - f > 0`` and, where the
+    feedback learns, the blink accumulators (``feedback = (blink, prev, post, gain, up, down)``). Each array read
+    once and every store without a condition, so that the loop vectorises."""
+    score, f_out, mask, own = out
+    blink, prev, post = feedback[0], feedback[1], feedback[2]
+    gain, up, down = feedback[3], feedback[4], feedback[5]
+    blinks = gain > 0.0 and (up > 0.0 or down > 0.0)
+    for j in range(sums.shape[0]):
+        f = scale * np.float64(sums[j])
+        f_out[i, j] = f
+        level = rho[i, j]
+        own[i, j] = 255 if level - f > 0.0 else 0
+        bl = blink[i, j]
+        sc = (feedback_level(level, np.float64(bl), gain) if gain > 0.0 else level) - f
+        out_fg = sc > 0.0
+        score[i, j] = sc
+        mask[i, j] = 255 if out_fg else 0
+        if blinks:
+            flipped = (out_fg != (prev[i, j] != 0)) & (post[i, j] == 0)
+            blink[i, j] = blink_accumulate(np.float64(bl), flipped, up, down)
+
+
 def score(frame, planes, rho, scale, gauss, out, feedback):
     """:func:`norma_score_planes` over bands of the frame's rows, one band per thread."""
     run_bands(norma_score_planes, frame, planes, rho, scale, gauss, out, feedback)
@@ -77,13 +104,16 @@ def norma_score_planes(frame, planes, rho, scale, gauss, out, feedback, rows):
     :func:`bgsub.models._norma_frame.norma_score` takes them, with the same decisions: the score
     ``level - f`` (``level`` the offset, lowered by the blink feedback), the raw mask ``score > 0``, the pixel's
     own decision ``rho - f > 0`` and the blink accumulators."""
-    ps, pc = planes
-    score, f_out, mask, own = out
-    blink, prev, post = feedback[0], feedback[1], feedback[2]
-    gain, up, down = feedback[3], feedback[4], feedback[5]
+    # the arguments as views without a reference count (:func:`bgsub.models._frame_kernels._unref`), for the
+    # helper inlined in the row loop. The slots' loops are written out, here and in norma_quantile_offsets: a
+    # helper inlined for both, taking the row's scratch arrays, counted their references at every slot (the pass
+    # 1.2x its time at 320x240)
+    ps, pc = _unref(planes[0]), _unref(planes[1])
+    rho = _unref(rho)
+    out = (_unref(out[0]), _unref(out[1]), _unref(out[2]), _unref(out[3]))
+    feedback = (_unref(feedback[0]), _unref(feedback[1]), _unref(feedback[2]), feedback[3], feedback[4], feedback[5])
     B, C, W = ps.shape[1], ps.shape[2], ps.shape[3]
     factor, cutoff = np.float32(gauss[0]), np.float32(gauss[1])
-    blinks = gain > 0.0 and (up > 0.0 or down > 0.0)
     # the row's values channel by channel, as bytes (as float32 the scratch and the row's planes overflow the
     # first-level cache: the pass 1.1x its time at 1920x1080)
     x = np.empty((C, W), np.uint8)
@@ -111,20 +141,7 @@ def norma_score_planes(frame, planes, rho, scale, gauss, out, feedback, rows):
                         d2[j] += e * e
                 for j in range(W):
                     acc[j] += pc[i, b, j] * gaussian_f32(d2[j], factor, cutoff)
-        # the row's decisions, as norma_score's (each array read once, stores without conditions)
-        for j in range(W):
-            f = scale * np.float64(acc[j])
-            f_out[i, j] = f
-            level = rho[i, j]
-            own[i, j] = 255 if level - f > 0.0 else 0
-            bl = blink[i, j]
-            sc = (feedback_level(level, np.float64(bl), gain) if gain > 0.0 else level) - f
-            out_fg = sc > 0.0
-            score[i, j] = sc
-            mask[i, j] = 255 if out_fg else 0
-            if blinks:
-                flipped = (out_fg != (prev[i, j] != 0)) & (post[i, j] == 0)
-                blink[i, j] = blink_accumulate(np.float64(bl), flipped, up, down)
+        decide_row(i, acc, scale, rho, feedback, out)
 
 
 def quantile_offsets(planes, ring, rho, scale, gauss, q):

@@ -19,22 +19,7 @@ from bgsub.models import _norma_planes as npl
 from bgsub.models import _state
 from learners.expansion import expansion_sum_f32
 from learners.kernels import gaussian_f32_args
-
-H, W = 24, 32
-
-
-def _stream(T, C=3, seed=0):
-    """Noisy background with a bright square crossing it."""
-    rng = np.random.default_rng(seed)
-    base = rng.integers(40, 200, (H, W, C))
-    frames = []
-    for t in range(T):
-        fr = base + rng.normal(0, 4, base.shape)
-        x = (3 * t) % W
-        fr[6:14, x:x + 8] = 250
-        frames.append(np.clip(fr, 0, 255).astype(np.uint8))
-    return frames
-
+from tests.bgsub.test_norma_frame import H, W, _stream
 
 def _planes_of(samples, coef, ring):
     h, w, B, C = samples.shape
