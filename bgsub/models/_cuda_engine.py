@@ -577,6 +577,10 @@ class CudaNORMASubtractor(CudaEngine, NORMASubtractor):
     _FRAME_KERNEL = "norma_frame"
     _ROW_PLANES = False  # (the host runs only the first frame's bootstrap)
 
+    def _state_changed(self):
+        self._planes = self._planes_of = None  # (the GPU engine keeps no row planes)
+        super()._state_changed()
+
     def _score_pass(self, img, learn):
         if self._on_host():
             return super()._score_pass(img, learn)
@@ -625,10 +629,12 @@ def to_device(sub: Any, device: str) -> Any:
         new = cls.__new__(cls)
         new.__dict__.update(sub.__dict__)
         new.__dict__.update(_fresh_engine(runtime))
+        new._state_changed()  # (a copy derived from the CPU's state is not carried)
         return new
     sub._download_state()
     cpu = next(c for c in type(sub).__mro__[1:] if c in _ON_CUDA)
     new = cpu.__new__(cpu)
     new.__dict__.update({k: v for k, v in sub.__dict__.items() if k not in _ENGINE_KEYS})
     new._on_params_changed()  # (olkn: the bounded engine's cache was not kept while on the GPU)
+    new._state_changed()  # (norma: its row planes are written anew from the state the GPU learnt)
     return new

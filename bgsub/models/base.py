@@ -164,6 +164,10 @@ class PixelKernelSubtractor(StagedSubtractor):
     def _on_renormalise(self, factor: float) -> None:
         """Hook after the stored coefficients were multiplied by ``factor`` (and the scale reset to 1)."""
 
+    def _state_changed(self) -> None:
+        """Hook after the per-pixel state changed other than by the model's own frames (a move between the CPU and
+        GPU engines): a model that keeps a copy derived from it (norma's row planes) writes the copy anew."""
+
     # ------------------------------------------------------------------ state
     def reset(self) -> None:
         """Forget the model; the next frame may have any size."""

@@ -68,6 +68,13 @@ class NORMASubtractor(PixelKernelSubtractor):
     budget, color, update_prob, fg_update_prob, median, min_area, seed
         See :data:`bgsub.models.base.COMMON_PARAMS` and ``docs/parameters.md``; the attributes are
         :class:`bgsub.models.base.PixelKernelSubtractor`'s.
+
+    Notes
+    -----
+    The score pass sums over a second copy of ``samples_`` and ``coef_`` laid out as row planes, with the Gaussian
+    computed in float32 (:mod:`bgsub.models._norma_planes`; 140 bytes a pixel, 290 MB at 1920x1080); the frames
+    keep it up to date. Code that writes into ``samples_``, ``coef_`` or ``ring_`` in place calls
+    ``_state_changed()`` before the next frame.
     """
 
     _SPECS = NORMA_PARAMS
@@ -122,8 +129,9 @@ class NORMASubtractor(PixelKernelSubtractor):
     _planes_stale = True
 
     def _state_changed(self):
-        """The per-pixel state changed other than by the update pass's steps: the row planes are written anew
-        before the next score pass reads them."""
+        """The per-pixel state changed other than by the update pass's steps (an allocation, the bootstrap, a fused
+        frame, a renormalisation, a move from the GPU engine): the row planes are written anew before the next score
+        pass reads them. Code that writes into ``samples_``, ``coef_`` or ``ring_`` in place calls this too."""
         self._planes_stale = True
 
     def _row_planes(self):

@@ -338,6 +338,27 @@ def test_checkpoints_move_between_the_engines(tmp_path):
 
 
 @needs_runtime
+def test_norma_moves_to_the_gpu_and_back_with_its_row_planes_written_anew():
+    # the CPU engine's norma scores over row planes kept beside its state: a model that learnt on the GPU meanwhile
+    # scores over planes of the state it brings back, not over the ones it left with
+    frames = clip(16, seed=6)
+    cpu, sub = bgsub.create("norma"), bgsub.create("norma")
+    for f in frames[:5]:
+        cpu.apply(f)
+        sub.apply(f)
+    assert sub._planes is not None
+    sub = ce.to_device(sub, "cuda")
+    assert sub._planes is None  # (not carried to the GPU)
+    for f in frames[5:10]:
+        assert np.mean(cpu.apply(f) == sub.apply(f)) >= 0.999
+    sub = ce.to_device(sub, "cpu")
+    for f in frames[10:]:
+        assert np.mean(cpu.apply(f) == sub.apply(f)) >= 0.999
+        np.testing.assert_allclose(sub.getScoreMap(), cpu.getScoreMap(), rtol=0, atol=2e-8)
+    assert_same_state(cpu, sub)
+
+
+@needs_runtime
 def test_reset_and_external_writes():
     frames = clip(6, seed=4)
     cpu = bgsub.create("norma", update_mask="raw")
