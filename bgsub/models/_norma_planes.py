@@ -11,7 +11,7 @@ loads of consecutive bytes and arithmetic, no gathers. ``docs/performance.md`` h
 
 The planes are a copy the subtractor derives from its state (:class:`bgsub.models.norma.NORMASubtractor`):
 :func:`build_planes` writes them from the per-pixel arrays (after an allocation, the bootstrap, a checkpoint's
-load, a renormalisation), and the update pass copies each slot a step writes into them
+load, a renormalisation, a fused frame, a move from the GPU engine), and the update pass copies each slot a step writes into them
 (:func:`mirror_slot`, :func:`bgsub.models._norma_frame.norma_update`). The per-pixel arrays stay the state:
 the update pass, the bootstrap, checkpoints, the background image and the GPU engine read them. Each pixel's
 sum is :func:`learners.expansion.expansion_sum_f32`'s, which the GPU engine's norma score pass calls, up to
@@ -21,7 +21,8 @@ The first frame's offsets are summed the same way (:func:`norma_quantile_offsets
 table's in their last digits (the Gaussian within 2e-5, float32 sums): norma's dev mean F 0.4740 against 0.4737,
 every sequence within 0.0032 (``docs/performance.md``).
 
-This module imports only numpy, numba, the learners' rules and the bands' thread pool.
+This module imports only numpy, numba, the learners' rules, the bands' thread pool and the frame kernels'
+reference-free views.
 """
 
 import numpy as np
