@@ -578,7 +578,7 @@ class CudaNORMASubtractor(CudaEngine, NORMASubtractor):
     _ROW_PLANES = False  # (the host runs only the first frame's bootstrap)
 
     def _state_changed(self):
-        self._planes = self._planes_of = None  # (the GPU engine keeps no row planes)
+        self._planes = None  # (the GPU engine keeps no row planes)
         super()._state_changed()
 
     def _score_pass(self, img, learn):

@@ -33,7 +33,7 @@ from bgsub.models._frame_kernels import _unref
 from learners.kernels import gaussian_f32
 from learners.steps import blink_accumulate, feedback_level
 
-__all__ = ["build_planes", "decide_row", "mirror_slot", "quantile_offsets", "score"]
+__all__ = ["build_planes", "decide_row", "mirror_slot", "planes_of", "quantile_offsets", "score"]
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -52,6 +52,16 @@ def build_planes(samples, coef, ring, planes):
                 age = b - ring[i, j, 0]  # the slot's place after the ring's start
                 live = (age if age >= 0 else age + B) < ring[i, j, 1]
                 pc[i, b, j] = coef[i, j, b] if live else np.float32(0.0)
+
+
+def planes_of(samples, coef, ring, planes=None):
+    """The row planes of the per-pixel state (:func:`build_planes`), written into ``planes`` where their shape fits,
+    else into new arrays."""
+    H, W, B, C = samples.shape
+    if planes is None or planes[0].shape != (H, B, C, W):
+        planes = (np.empty((H, B, C, W), np.uint8), np.empty((H, B, W), np.float32))
+    build_planes(samples, coef, ring, planes)
+    return planes
 
 
 @njit(cache=True, inline="always")

@@ -118,14 +118,13 @@ class NORMASubtractor(PixelKernelSubtractor):
                 _state.policy(p_bg, p_fg, p_diff, p, self.n_frames_),
                 _state.feedback(self.blink_, nbr_mask, self._blink_args()), (self._score, mask_out, self._stepped))
         nf.frame(*args)
-        self._planes = self._planes_of = None  # (it does not keep them: written anew if a score pass needs them)
+        self._planes = None  # (it does not keep them: written anew if a score pass needs them)
         self._state_changed()
 
     #: Whether the score pass sums over row planes (:mod:`bgsub.models._norma_planes`) where it can (the GPU
     #: engine's host phase does not).
     _ROW_PLANES = True
     _planes = None  # (samples (H, B, C, W), coef (H, B, W)) or None
-    _planes_of = None  # the (samples_, coef_) arrays the planes were written from
     _planes_stale = True
 
     def _state_changed(self):
@@ -141,14 +140,8 @@ class NORMASubtractor(PixelKernelSubtractor):
         if not self._ROW_PLANES or self._fused():
             self._planes = None  # (kept up to date by nobody now: written anew when they are used again)
             return None
-        H, W, B, C = self.samples_.shape
-        if self._planes is None or self._planes[0].shape != (H, B, C, W):
-            self._planes = (np.empty((H, B, C, W), np.uint8), np.empty((H, B, W), np.float32))
-            self._planes_stale = True
-        if self._planes_stale or self._planes_of is None or self._planes_of[0] is not self.samples_ \
-                or self._planes_of[1] is not self.coef_:
-            _planes.build_planes(self.samples_, self.coef_, self.ring_, self._planes)
-            self._planes_of = (self.samples_, self.coef_)
+        if self._planes is None or self._planes_stale:
+            self._planes = _planes.planes_of(self.samples_, self.coef_, self.ring_, self._planes)
             self._planes_stale = False
         return self._planes
 
@@ -158,7 +151,7 @@ class NORMASubtractor(PixelKernelSubtractor):
 
     def reset(self):
         super().reset()
-        self._planes = self._planes_of = None
+        self._planes = None
         self._state_changed()
 
     def _on_renormalise(self, factor):
@@ -210,9 +203,7 @@ class NORMASubtractor(PixelKernelSubtractor):
         if self.params["init_rho"] == "quantile":
             planes = self._row_planes()
             if planes is None:
-                H, W, B, C = self.samples_.shape
-                planes = (np.empty((H, B, C, W), np.uint8), np.empty((H, B, W), np.float32))
-                _planes.build_planes(self.samples_, self.coef_, self.ring_, planes)
+                planes = _planes.planes_of(self.samples_, self.coef_, self.ring_)
             _planes.quantile_offsets(planes, self.ring_, self.rho_, float(self.scale_), self._gauss(),
                                      float(self.params["nu"]))
 

@@ -15,7 +15,7 @@ import bgsub
 from bgsub.models import _frame_kernels as fk
 from bgsub.models import _norma_frame as nf
 from bgsub.models import _state
-from bgsub.models._norma_planes import build_planes
+from bgsub.models._norma_planes import planes_of
 from bgsub.models.base import _prob
 
 H, W = 24, 32
@@ -51,11 +51,8 @@ def _copy(sub):
 
 
 def _planes_of(w):
-    """Row planes written from the copied state ``w`` (:func:`bgsub.models._norma_planes.build_planes`)."""
-    H, W, B, C = w["samples_"].shape
-    planes = (np.empty((H, B, C, W), np.uint8), np.empty((H, B, W), np.float32))
-    build_planes(w["samples_"], w["coef_"], w["ring_"], planes)
-    return planes
+    """Row planes written from the copied state ``w`` (:func:`bgsub.models._norma_planes.planes_of`)."""
+    return planes_of(w["samples_"], w["coef_"], w["ring_"])
 
 
 def _args(sub, w):
